@@ -1,0 +1,45 @@
+# taskq: the two commands a new user needs are `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-dev
+DEMO_STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench bench-quick clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(DEMO_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@ $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
+	cd $(CURDIR) && $(VENV)/bin/taskq demo
+
+# Finds or starts a Postgres (scripts/ensure_postgres.py), then runs the whole suite
+# against both stores.
+test: $(STAMP)
+	@dsn=$$($(PY) scripts/ensure_postgres.py) || exit 1; \
+	echo "taskq tests: Postgres at $$dsn"; \
+	TASKQ_TEST_PG_DSN="$$dsn" $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+bench: $(STAMP)
+	@dsn=$$($(PY) scripts/ensure_postgres.py) || exit 1; \
+	TASKQ_BENCH_PG_DSN="$$dsn" $(PY) -m benchmarks.run $(BENCH_ARGS)
+
+bench-quick: $(STAMP)
+	@dsn=$$($(PY) scripts/ensure_postgres.py) || exit 1; \
+	TASKQ_BENCH_PG_DSN="$$dsn" $(PY) -m benchmarks.run --quick $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build dist src/*.egg-info

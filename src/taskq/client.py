@@ -1,0 +1,361 @@
+"""Producers' side: enqueue jobs and look at them.
+
+``AsyncClient`` is the real implementation, over the async ``Store``. ``Client`` is its
+mirror for plain synchronous code (Flask, Django, scripts): same methods, same
+arguments, same results, run on a private event loop in a background thread, so its
+callers need no event loop of their own. The I/O-free work (turning an actor and its
+arguments into a ``JobSpec``) lives in ``_JobBuilder`` and is shared by both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+from uuid import UUID
+
+from .exceptions import ConfigError, InvalidJobState, JobNotFound
+from .ids import uuid7
+from .jobs import ActorConfig, Job, JobSpec, JobState
+from .payload import DEFAULT_MAX_PAYLOAD_BYTES, encode_arguments
+from .registry import DEFAULT_QUEUE, Actor, _check_options
+from .store import Store, create_store
+
+T = TypeVar("T")
+ActorRef = Actor | str
+Item = tuple[Sequence[Any], Mapping[str, Any]]
+TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED})
+_CONFIG_TTL = 30.0
+
+
+def parse_job_id(job_id: UUID | str) -> UUID:
+    if isinstance(job_id, UUID):
+        return job_id
+    try:
+        return UUID(str(job_id))
+    except ValueError:
+        raise JobNotFound(f"invalid job id {job_id!r}: expected a UUID") from None
+
+
+class _JobBuilder:
+    """Actor + arguments + options -> ``JobSpec``. No I/O."""
+
+    def __init__(self, max_payload_bytes: int) -> None:
+        self.max_payload_bytes = max_payload_bytes
+
+    def build(
+        self,
+        actor: ActorRef,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        *,
+        known: Mapping[str, ActorConfig],
+        queue: str | None,
+        delay: float | None,
+        run_at: datetime | None,
+        priority: int | None,
+    ) -> JobSpec:
+        if isinstance(actor, Actor):
+            name, cfg_queue, opts = actor.name, actor.queue, actor
+            max_attempts, max_crashes, idempotent = (
+                opts.max_attempts, opts.max_crashes, opts.idempotent)
+            default_priority = opts.priority
+        elif isinstance(actor, str):
+            name = actor
+            cfg = known.get(name)
+            cfg_queue = cfg.queue if cfg else DEFAULT_QUEUE
+            max_attempts = cfg.max_attempts if cfg else 3
+            max_crashes = cfg.max_crashes if cfg else 2
+            idempotent = cfg.idempotent if cfg else False
+            default_priority = 0
+        else:
+            raise ConfigError(
+                f"actor must be a taskq Actor or an actor name, got {type(actor).__name__}"
+            )
+        chosen_queue = queue or cfg_queue
+        _check_options(name, chosen_queue, max_attempts, None, max_crashes)
+        if delay is not None and run_at is not None:
+            raise ConfigError("give delay or run_at, not both")
+        if delay is not None:
+            if not isinstance(delay, int | float) or delay < 0:
+                raise ConfigError(f"delay must be a number of seconds >= 0, got {delay!r}")
+            run_at = datetime.now(UTC) + timedelta(seconds=delay)
+        elif run_at is not None and run_at.tzinfo is None:
+            raise ConfigError("run_at must be timezone-aware")
+        if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
+            raise ConfigError(f"priority must be an integer, got {priority!r}")
+        args_json, kwargs_json = encode_arguments(
+            args, kwargs, actor=name, max_bytes=self.max_payload_bytes)
+        return JobSpec(
+            id=uuid7(),
+            actor=name,
+            queue=chosen_queue,
+            args_json=args_json,
+            kwargs_json=kwargs_json,
+            priority=default_priority if priority is None else priority,
+            run_at=run_at,
+            max_attempts=max_attempts,
+            max_crashes=max_crashes,
+            idempotent=idempotent,
+        )
+
+
+class AsyncClient:
+    """Enqueue and inspect jobs from async code. ``async with AsyncClient(dsn) as c: ...``"""
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        schema: str | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        store: Store | None = None,
+    ) -> None:
+        self._store = store or create_store(dsn, schema)
+        self._owns_store = store is None
+        self._builder = _JobBuilder(max_payload_bytes)
+        self._opened = False
+        self._configs: dict[str, ActorConfig] = {}
+        self._configs_at = float("-inf")
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    async def open(self) -> None:
+        if not self._opened:
+            if self._owns_store:
+                await self._store.open()
+            self._opened = True
+
+    async def close(self) -> None:
+        if self._opened and self._owns_store:
+            await self._store.close()
+        self._opened = False
+
+    async def __aenter__(self) -> AsyncClient:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _known(self, actors: Iterable[ActorRef]) -> Mapping[str, ActorConfig]:
+        if all(isinstance(a, Actor) for a in actors):
+            return {}
+        if time.monotonic() - self._configs_at > _CONFIG_TTL:
+            self._configs = await self._store.actor_configs()
+            self._configs_at = time.monotonic()
+        return self._configs
+
+    # -- enqueue ---------------------------------------------------------------------
+    async def enqueue(self, actor: ActorRef, /, *args: Any, **kwargs: Any) -> UUID:
+        """Enqueue one job now with the actor's default options; return its id."""
+        return await self.enqueue_with(actor, args, kwargs)
+
+    async def enqueue_with(
+        self,
+        actor: ActorRef,
+        /,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        queue: str | None = None,
+        delay: float | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> UUID:
+        """Enqueue one job with options: a queue, a ``delay`` in seconds or a ``run_at``
+        time, a ``priority`` (lower runs first; default the actor's, else 0)."""
+        await self.open()
+        spec = self._builder.build(
+            actor, args, kwargs or {}, known=await self._known([actor]), queue=queue,
+            delay=delay, run_at=run_at, priority=priority)
+        (job_id,) = await self._store.enqueue([spec])
+        return job_id
+
+    async def enqueue_many(
+        self,
+        actor: ActorRef,
+        items: Iterable[Item | Sequence[Any]],
+        /,
+        *,
+        queue: str | None = None,
+        delay: float | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> list[UUID]:
+        """Enqueue many jobs of one actor in one round trip, all or nothing.
+
+        Each item is ``(args, kwargs)``; a bare list/tuple that is not such a pair is
+        taken as positional args."""
+        await self.open()
+        known = await self._known([actor])
+        specs = []
+        for item in items:
+            if (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping)
+                    and isinstance(item[0], list | tuple)):
+                args, kwargs = item
+            elif isinstance(item, list | tuple):
+                args, kwargs = item, {}
+            else:
+                raise ConfigError(
+                    f"enqueue_many items must be (args, kwargs) pairs, got {type(item).__name__}")
+            specs.append(self._builder.build(
+                actor, args, kwargs, known=known, queue=queue, delay=delay, run_at=run_at,
+                priority=priority))
+        if not specs:
+            return []
+        return await self._store.enqueue(specs)
+
+    # -- inspect and act -------------------------------------------------------------
+    async def get(self, job_id: UUID | str) -> Job:
+        await self.open()
+        job = await self._store.get_job(parse_job_id(job_id))
+        if job is None:
+            raise JobNotFound(f"no job with id {job_id}")
+        return job
+
+    async def list(self, *, state: str | None = None, queue: str | None = None,
+                   limit: int = 100) -> list[Job]:
+        if state is not None and state not in JobState.__members__.values():
+            raise ConfigError(
+                f"unknown state {state!r}: expected one of {', '.join(s.value for s in JobState)}")
+        if limit < 1:
+            raise ConfigError("limit must be >= 1")
+        await self.open()
+        return await self._store.list_jobs(state=state, queue=queue, limit=limit)
+
+    async def stats(self) -> dict[str, int]:
+        await self.open()
+        return await self._store.stats()
+
+    async def retry(self, job_id: UUID | str) -> None:
+        """Re-queue a dead or cancelled job (attempts and crash count start again)."""
+        job = await self.get(job_id)
+        moved = await self._store.retry_jobs([job.id])
+        if not moved:
+            raise InvalidJobState(f"job {job.id} is {job.state}; only dead or cancelled jobs can be retried")
+
+    async def retry_all_dead(self) -> int:
+        await self.open()
+        return await self._store.retry_all_dead()
+
+    async def cancel(self, job_id: UUID | str) -> None:
+        """Cancel a queued job (a running job cannot be cancelled)."""
+        job = await self.get(job_id)
+        moved = await self._store.cancel_jobs([job.id])
+        if not moved:
+            raise InvalidJobState(f"job {job.id} is {job.state}; only queued jobs can be cancelled")
+
+    async def wait(self, job_id: UUID | str, *, timeout: float = 60.0,
+                   interval: float = 0.05) -> Job:
+        """Poll until the job is succeeded, dead or cancelled; TimeoutError past ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = await self.get(job_id)
+            if job.state in TERMINAL_STATES:
+                return job
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"job {job.id} still {job.state} after {timeout}s")
+            await asyncio.sleep(interval)
+
+
+class _Portal:
+    """A private event loop on a daemon thread; ``call`` runs a coroutine on it."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="taskq-client",
+                                        daemon=True)
+        self._thread.start()
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return future.result()
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+        if not self._loop.is_closed() and not self._thread.is_alive():
+            self._loop.close()
+
+
+class Client:
+    """The synchronous mirror of ``AsyncClient``: ``with Client(dsn) as c: c.enqueue(...)``."""
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        schema: str | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> None:
+        self._async = AsyncClient(dsn, schema=schema, max_payload_bytes=max_payload_bytes)
+        self._portal: _Portal | None = None
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._portal is None:
+            self._portal = _Portal()
+        return self._portal.call(coro)
+
+    def open(self) -> None:
+        self._call(self._async.open())
+
+    def close(self) -> None:
+        if self._portal is not None:
+            try:
+                self._portal.call(self._async.close())
+            finally:
+                self._portal.stop()
+                self._portal = None
+
+    def __enter__(self) -> Client:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def enqueue(self, actor: ActorRef, /, *args: Any, **kwargs: Any) -> UUID:
+        return self._call(self._async.enqueue(actor, *args, **kwargs))
+
+    def enqueue_with(self, actor: ActorRef, /, args: Sequence[Any] = (),
+                     kwargs: Mapping[str, Any] | None = None, *, queue: str | None = None,
+                     delay: float | None = None, run_at: datetime | None = None,
+                     priority: int | None = None) -> UUID:
+        return self._call(self._async.enqueue_with(
+            actor, args, kwargs, queue=queue, delay=delay, run_at=run_at, priority=priority))
+
+    def enqueue_many(self, actor: ActorRef, items: Iterable[Item | Sequence[Any]], /, *,
+                     queue: str | None = None, delay: float | None = None,
+                     run_at: datetime | None = None, priority: int | None = None) -> list[UUID]:
+        return self._call(self._async.enqueue_many(
+            actor, items, queue=queue, delay=delay, run_at=run_at, priority=priority))
+
+    def get(self, job_id: UUID | str) -> Job:
+        return self._call(self._async.get(job_id))
+
+    def list(self, *, state: str | None = None, queue: str | None = None,
+             limit: int = 100) -> list[Job]:
+        return self._call(self._async.list(state=state, queue=queue, limit=limit))
+
+    def stats(self) -> dict[str, int]:
+        return self._call(self._async.stats())
+
+    def retry(self, job_id: UUID | str) -> None:
+        self._call(self._async.retry(job_id))
+
+    def retry_all_dead(self) -> int:
+        return self._call(self._async.retry_all_dead())
+
+    def cancel(self, job_id: UUID | str) -> None:
+        self._call(self._async.cancel(job_id))
+
+    def wait(self, job_id: UUID | str, *, timeout: float = 60.0, interval: float = 0.05) -> Job:
+        return self._call(self._async.wait(job_id, timeout=timeout, interval=interval))

@@ -1,0 +1,130 @@
+"""Every error taskq raises on purpose.
+
+The tree::
+
+    TaskqError                       root: catch this to catch anything of ours
+    +-- ConfigError                  bad settings: DSN, schema name, TOML, CLI values
+    |   +-- InvalidDSN
+    |   +-- WorkgroupConfigError
+    +-- ActorError
+    |   +-- ActorNotFound            a name or ``module:attr`` reference that resolves to nothing
+    |   +-- DuplicateActor
+    +-- PayloadError                 refused at enqueue; nothing was written
+    |   +-- NotJSONSerializable
+    |   +-- PayloadTooLarge
+    +-- StoreError                   the database; the driver's error is kept in ``__cause__``
+    |   +-- StoreUnavailable         cannot connect / connection lost
+    |   +-- SchemaNotMigrated        tables missing: run ``taskq migrate``
+    +-- JobNotFound
+    +-- InvalidJobState              e.g. cancelling a job that already finished
+    +-- ActorConfigDrift             the registry disagrees with the stored actor config
+    +-- PoolError                    the CPU process pool
+        +-- PoolClosed
+        +-- BreakerOpen
+        +-- ProcessDied              the process running a job died (carries the cause)
+        +-- JobTimedOut
+
+Messages default to the class docstring, so ``raise StoreUnavailable()`` still says
+something useful; pass a message to say more.
+"""
+
+from __future__ import annotations
+
+
+class TaskqError(Exception):
+    """taskq error."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or "").strip().splitlines()[0])
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class ConfigError(TaskqError):
+    """invalid configuration."""
+
+
+class InvalidDSN(ConfigError):
+    """invalid DSN: expected postgresql://... or sqlite:///path."""
+
+
+class WorkgroupConfigError(ConfigError):
+    """invalid workgroup configuration."""
+
+
+class ActorError(TaskqError):
+    """actor error."""
+
+
+class ActorNotFound(ActorError):
+    """actor not found."""
+
+
+class DuplicateActor(ActorError):
+    """an actor with this name is already registered."""
+
+
+class PayloadError(TaskqError):
+    """the job payload was refused; nothing was written."""
+
+
+class NotJSONSerializable(PayloadError):
+    """job arguments must be JSON-serialisable."""
+
+
+class PayloadTooLarge(PayloadError):
+    """job payload exceeds the size limit."""
+
+
+class StoreError(TaskqError):
+    """database error."""
+
+
+class StoreUnavailable(StoreError):
+    """the database cannot be reached."""
+
+
+class SchemaNotMigrated(StoreError):
+    """taskq's tables are missing: run `taskq migrate`."""
+
+
+class JobNotFound(TaskqError):
+    """no job with this id."""
+
+
+class InvalidJobState(TaskqError):
+    """the job is not in a state that allows this."""
+
+
+class ActorConfigDrift(TaskqError):
+    """the registry's actor configuration differs from the stored one."""
+
+
+class PoolError(TaskqError):
+    """process pool error."""
+
+
+class PoolClosed(PoolError):
+    """the process pool is closed."""
+
+
+class BreakerOpen(PoolError):
+    """the process pool's breaker is open: CPU-bound jobs are paused."""
+
+
+class ProcessDied(PoolError):
+    """the process running the job died."""
+
+    def __init__(self, message: str | None = None, *, cause: str = "", exit_code: int | None = None,
+                 exit_signal: str | None = None, pid: int | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause or self.message
+        self.exit_code = exit_code
+        self.exit_signal = exit_signal
+        self.pid = pid
+
+
+class JobTimedOut(PoolError):
+    """the job ran past its timeout."""

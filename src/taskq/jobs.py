@@ -1,0 +1,185 @@
+"""The data a job carries, as every part of taskq sees it.
+
+Plain frozen dataclasses, no I/O: the stores build them from rows, the clients hand
+them to users, the worker turns them into outcomes.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+
+class JobState(enum.StrEnum):
+    QUEUED = "queued"  # includes delayed and waiting-to-retry
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    DEAD = "dead"
+    CANCELLED = "cancelled"
+
+
+ALL_STATES: tuple[str, ...] = tuple(s.value for s in JobState)
+
+
+class DeadReason(enum.StrEnum):
+    FAILED = "failed"  # attempts exhausted by exceptions (or timeouts)
+    POISON = "poison"  # crashed max_crashes runners
+    CRASHED = "crashed"  # runner died during a non-idempotent job
+    UNKNOWN_ACTOR = "unknown_actor"  # no worker registry knows this actor
+    UNDECODABLE = "undecodable"  # the payload could not be decoded for the runner
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """A job to insert. Built by the client from an actor (or a name) and arguments."""
+
+    id: UUID
+    actor: str
+    queue: str
+    args_json: str  # JSON array
+    kwargs_json: str  # JSON object
+    priority: int = 0
+    run_at: datetime | None = None  # None: now (the store's clock)
+    max_attempts: int = 3
+    max_crashes: int = 2
+    idempotent: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job as stored. ``attempts`` counts starts; a give-back un-counts one."""
+
+    id: UUID
+    actor: str
+    queue: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    priority: int
+    state: str
+    attempts: int
+    max_attempts: int
+    crash_count: int
+    max_crashes: int
+    idempotent: bool
+    run_at: datetime
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    worker_id: UUID | None
+    lease_expires_at: datetime | None
+    last_error: str | None
+    dead_reason: str | None
+    result: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form used by ``--json`` output."""
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, datetime):
+                value = value.isoformat()
+            elif isinstance(value, UUID):
+                value = str(value)
+            out[name] = value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """What a claim hands the worker: enough to run the job and fence every write."""
+
+    id: UUID
+    actor: str
+    queue: str
+    args_json: str
+    kwargs_json: str
+    attempt: int  # this run's attempt number (1 on the first run)
+    max_attempts: int
+    crash_count: int
+    max_crashes: int
+    idempotent: bool
+
+
+class OutcomeKind(enum.StrEnum):
+    SUCCEEDED = "succeeded"
+    RETRY = "retry"  # back to queued after ``retry_delay`` seconds
+    DEAD = "dead"  # with ``dead_reason``
+    CRASHED = "crashed"  # the runner died: store applies the crash rules (requeue/crashed/poison)
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The end of one run. Fenced by (job_id, attempt, worker_id) when written."""
+
+    job_id: UUID
+    attempt: int
+    kind: OutcomeKind
+    result_json: str | None = None
+    error: str | None = None
+    retry_delay: float = 0.0
+    dead_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RescuedJob:
+    """A job taken back from a dead runner, and what the crash rules did with it."""
+
+    id: UUID
+    actor: str
+    state: str  # queued | dead
+    dead_reason: str | None
+    crash_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """The row a worker registers, and what ``taskq workers`` lists."""
+
+    id: UUID
+    pid: int
+    hostname: str
+    queues: list[str]
+    worker_label: str | None = None
+    workgroup_instance: UUID | None = None
+    started_at: datetime | None = None
+    last_seen_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "worker_label": self.worker_label,
+            "workgroup_instance": str(self.workgroup_instance) if self.workgroup_instance else None,
+            "pid": self.pid,
+            "hostname": self.hostname,
+            "queues": list(self.queues),
+            "started_at": self.started_at.isoformat() if self.started_at else None,
+            "last_seen_at": self.last_seen_at.isoformat() if self.last_seen_at else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ActorConfig:
+    """An actor's options as recorded in the store (drift detection, enqueue by name)."""
+
+    name: str
+    queue: str
+    max_attempts: int
+    max_crashes: int
+    idempotent: bool
+    cpu_bound: bool
+    timeout: float | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def comparable(self) -> dict[str, Any]:
+        return {
+            "queue": self.queue,
+            "max_attempts": self.max_attempts,
+            "max_crashes": self.max_crashes,
+            "idempotent": self.idempotent,
+            "cpu_bound": self.cpu_bound,
+            "timeout": self.timeout,
+        }

@@ -1,0 +1,224 @@
+"""Actors and the registry that names them.
+
+An actor is a function plus the options that govern how its jobs run and what happens
+when they fail or crash. A ``Registry`` is what a worker is started with
+(``taskq worker --actors myapp.tasks:registry``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from .exceptions import ActorNotFound, ConfigError, DuplicateActor
+from .jobs import ActorConfig
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,199}$")
+_QUEUE = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
+
+DEFAULT_QUEUE = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class RetryBackoff:
+    """Delay before retry n (1-based) is ``random() * min(maximum, initial * factor**(n-1))``."""
+
+    initial: float = 1.0
+    factor: float = 2.0
+    maximum: float = 600.0
+
+    def ceiling(self, retry_number: int) -> float:
+        exponent = max(retry_number - 1, 0)
+        try:
+            value = self.initial * (self.factor**exponent)
+        except OverflowError:
+            value = self.maximum
+        return min(self.maximum, value)
+
+
+@dataclass(slots=True)
+class Actor:
+    """A registered function and its job options. Calling the actor calls the function."""
+
+    fn: Callable[..., Any]
+    name: str
+    queue: str = DEFAULT_QUEUE
+    max_attempts: int = 3
+    timeout: float | None = None
+    idempotent: bool = False
+    cpu_bound: bool = False
+    max_crashes: int = 2
+    priority: int = 0
+    retry_backoff: RetryBackoff = field(default_factory=RetryBackoff)
+    initializer: Callable[[], Any] | None = None  # cpu_bound: runs in every new pool process
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def config(self) -> ActorConfig:
+        return ActorConfig(
+            name=self.name,
+            queue=self.queue,
+            max_attempts=self.max_attempts,
+            max_crashes=self.max_crashes,
+            idempotent=self.idempotent,
+            cpu_bound=self.cpu_bound,
+            timeout=self.timeout,
+        )
+
+
+def _check_options(name: str, queue: str, max_attempts: int, timeout: float | None,
+                   max_crashes: int) -> None:
+    if not _NAME.match(name):
+        raise ConfigError(f"invalid actor name {name!r}")
+    if not _QUEUE.match(queue):
+        raise ConfigError(f"actor {name!r}: invalid queue name {queue!r}")
+    if not isinstance(max_attempts, int) or max_attempts < 1:
+        raise ConfigError(f"actor {name!r}: max_attempts must be an integer >= 1")
+    if not isinstance(max_crashes, int) or max_crashes < 1:
+        raise ConfigError(f"actor {name!r}: max_crashes must be an integer >= 1")
+    if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0):
+        raise ConfigError(f"actor {name!r}: timeout must be a positive number of seconds")
+
+
+class Registry:
+    """The set of actors a worker can run, by unique name."""
+
+    def __init__(self, *, initializer: Callable[[], Any] | None = None) -> None:
+        self._actors: dict[str, Actor] = {}
+        self.initializer = initializer  # for every cpu_bound actor's pool processes
+
+    @overload
+    def actor(self, fn: Callable[..., Any], /) -> Actor: ...
+
+    @overload
+    def actor(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        queue: str = DEFAULT_QUEUE,
+        max_attempts: int = 3,
+        timeout: float | None = None,
+        idempotent: bool = False,
+        cpu_bound: bool = False,
+        max_crashes: int = 2,
+        priority: int = 0,
+        retry_backoff: RetryBackoff | None = None,
+        initializer: Callable[[], Any] | None = None,
+    ) -> Callable[[Callable[..., Any]], Actor]: ...
+
+    def actor(
+        self,
+        fn: Callable[..., Any] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        queue: str = DEFAULT_QUEUE,
+        max_attempts: int = 3,
+        timeout: float | None = None,
+        idempotent: bool = False,
+        cpu_bound: bool = False,
+        max_crashes: int = 2,
+        priority: int = 0,
+        retry_backoff: RetryBackoff | None = None,
+        initializer: Callable[[], Any] | None = None,
+    ) -> Actor | Callable[[Callable[..., Any]], Actor]:
+        """Register a function as an actor: ``@registry.actor`` or ``@registry.actor(...)``."""
+
+        def register(func: Callable[..., Any]) -> Actor:
+            actor_name = name or func.__name__
+            _check_options(actor_name, queue, max_attempts, timeout, max_crashes)
+            if cpu_bound and inspect.iscoroutinefunction(func):
+                raise ConfigError(f"actor {actor_name!r}: a cpu_bound actor must be a plain function")
+            if actor_name in self._actors:
+                raise DuplicateActor(f"an actor named {actor_name!r} is already registered")
+            actor = Actor(
+                fn=func,
+                name=actor_name,
+                queue=queue,
+                max_attempts=max_attempts,
+                timeout=timeout,
+                idempotent=idempotent,
+                cpu_bound=cpu_bound,
+                max_crashes=max_crashes,
+                priority=priority,
+                retry_backoff=retry_backoff or RetryBackoff(),
+                initializer=initializer,
+            )
+            self._actors[actor_name] = actor
+            return actor
+
+        if fn is not None:
+            return register(fn)
+        return register
+
+    def get(self, name: str) -> Actor:
+        try:
+            return self._actors[name]
+        except KeyError:
+            raise ActorNotFound(f"no actor named {name!r} in this registry") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._actors
+
+    def __iter__(self) -> Iterator[Actor]:
+        return iter(self._actors.values())
+
+    def __len__(self) -> int:
+        return len(self._actors)
+
+    @property
+    def queues(self) -> set[str]:
+        return {a.queue for a in self._actors.values()}
+
+
+def resolve_reference(reference: str) -> Any:
+    """Import ``module:attr`` (attr may be dotted) and return the object.
+
+    Each way it can fail gets its own message: malformed reference, module missing,
+    module raising on import, attribute missing.
+    """
+    module_name, sep, attr_path = reference.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise ActorNotFound(f"invalid reference {reference!r}: expected MODULE:ATTR")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise ActorNotFound(
+                f"cannot import module {module_name!r} (from {reference!r}): no such module"
+            ) from exc
+        raise ActorNotFound(f"importing {module_name!r} failed: {exc}") from exc
+    except Exception as exc:
+        raise ActorNotFound(
+            f"importing {module_name!r} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    obj: Any = module
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ActorNotFound(
+                f"module {module_name!r} has no attribute {attr_path!r} (from {reference!r})"
+            ) from None
+    return obj
+
+
+def load_registry(reference: str) -> Registry:
+    """Resolve ``module:attr`` to a ``Registry`` (clear error if it is something else)."""
+    obj = resolve_reference(reference)
+    if not isinstance(obj, Registry):
+        raise ActorNotFound(
+            f"{reference!r} is a {type(obj).__name__}, not a taskq.Registry"
+        )
+    return obj

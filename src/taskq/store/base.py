@@ -1,0 +1,144 @@
+"""The one store seam: everything taskq persists goes through a ``Store``.
+
+Two engines implement it: ``PostgresStore`` (the distributed engine, psycopg 3 async
+with a pool) and ``SqliteStore`` (the embedded default, one file shared by the
+processes of one host). Both keep their SQL in ``<engine>.sql`` next to their module,
+as named blocks, and their schema as numbered migrations under ``migrations/<engine>/``.
+
+Every method is a coroutine. Times are timezone-aware UTC ``datetime`` values. Writes
+that finish a run are *fenced* by ``(job_id, attempt, worker_id)`` and ``state =
+'running'``: a worker whose lease was taken over can never overwrite the new owner.
+
+Crash rules (applied in SQL, the same everywhere a runner death is handled):
+``crash_count + 1``; then if ``crash_count >= max_crashes`` -> ``dead/poison``; else if
+the job is idempotent -> ``queued`` (run again at once); else -> ``dead/crashed``. The
+cause is written to ``last_error``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+from uuid import UUID
+
+from ..jobs import (
+    ActorConfig,
+    ClaimedJob,
+    Job,
+    JobSpec,
+    Outcome,
+    RescuedJob,
+    WorkerInfo,
+)
+
+
+class Store(Protocol):
+    kind: str  # "postgres" | "sqlite"
+    #: a DSN safe to log (password removed)
+    display_dsn: str
+
+    # -- lifecycle -------------------------------------------------------------------
+    async def open(self) -> None:
+        """Connect. Raises StoreUnavailable (driver error in __cause__)."""
+
+    async def close(self) -> None:
+        """Idempotent."""
+
+    async def reconnect(self, dsn: str | None = None) -> None:
+        """Build a fresh connection pool (SIGHUP credential reload). On failure raise and
+        keep the old pool."""
+
+    async def migrate(self) -> list[str]:
+        """Create or upgrade the schema; return the versions applied now ([] if none).
+        Safe when several processes run it at once."""
+
+    async def check_schema(self) -> None:
+        """Raise SchemaNotMigrated unless every migration is applied."""
+
+    async def ping(self) -> None:
+        """One cheap round trip; raises StoreUnavailable."""
+
+    async def now(self) -> datetime:
+        """The store's clock."""
+
+    # -- producers -------------------------------------------------------------------
+    async def enqueue(self, specs: Sequence[JobSpec]) -> list[UUID]:
+        """Insert all jobs in one round trip / one transaction and wake listening
+        workers once per batch. All or nothing."""
+
+    async def get_job(self, job_id: UUID) -> Job | None: ...
+
+    async def list_jobs(
+        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+    ) -> list[Job]:
+        """Newest first."""
+
+    async def stats(self) -> dict[str, int]:
+        """Count per state; every state in ALL_STATES present (0 when none)."""
+
+    async def retry_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
+        """Dead or cancelled jobs back to queued now (attempts and crash_count reset to 0,
+        dead_reason cleared, last_error kept). Returns the ids that moved."""
+
+    async def retry_all_dead(self) -> int: ...
+
+    async def cancel_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
+        """Queued jobs -> cancelled. Returns the ids that moved."""
+
+    async def actor_configs(self) -> dict[str, ActorConfig]:
+        """Actor configuration recorded by workers (enqueue by name uses it)."""
+
+    async def sync_actor_configs(
+        self, configs: Sequence[ActorConfig], *, force: bool
+    ) -> list[str]:
+        """Record configs. Return human-readable differences from what was stored; if
+        there are differences and not ``force``, nothing is written."""
+
+    # -- workers ---------------------------------------------------------------------
+    async def register_worker(self, info: WorkerInfo) -> None: ...
+
+    async def unregister_worker(self, worker_id: UUID) -> None: ...
+
+    async def list_workers(self) -> list[WorkerInfo]: ...
+
+    async def find_worker(self, workgroup_instance: UUID, worker_label: str) -> WorkerInfo | None:
+        """Newest row for (instance, label): the workgroup's health check."""
+
+    async def heartbeat(self, worker_id: UUID, lease_seconds: float) -> int:
+        """Touch the worker row and extend the leases of all its running jobs, in one
+        round trip. Returns the number of leases extended."""
+
+    async def claim(
+        self, worker_id: UUID, queues: Sequence[str], limit: int, lease_seconds: float
+    ) -> list[ClaimedJob]:
+        """Claim up to ``limit`` due queued jobs, ``ORDER BY priority, run_at, id``:
+        state -> running, attempt + 1, worker_id, lease. Concurrent claimers never get
+        the same job."""
+
+    async def complete(self, worker_id: UUID, outcomes: Sequence[Outcome]) -> int:
+        """Write a batch of outcomes in one round trip, each fenced. Returns how many
+        rows changed (a fenced-out outcome changes nothing)."""
+
+    async def give_back(self, worker_id: UUID, jobs: Sequence[tuple[UUID, int]]) -> int:
+        """Return claimed jobs (id, attempt) to queued without charging the attempt
+        (attempt - 1). Fenced. Used for unstarted jobs and at shutdown."""
+
+    async def rescue_worker(self, worker_id: UUID, cause: str) -> list[RescuedJob]:
+        """An observed death: apply the crash rules to every running job of that worker
+        now, and remove the worker row."""
+
+    async def rescue_expired(self, cause: str) -> list[RescuedJob]:
+        """Apply the crash rules to running jobs whose lease expired (one sweeper at a
+        time across processes). ``cause`` is a prefix; the lost worker is named."""
+
+    async def prune(
+        self, *, succeeded_before: datetime, workers_before: datetime, batch: int = 1000
+    ) -> tuple[int, int]:
+        """Delete succeeded jobs finished before ``succeeded_before`` (in batches) and
+        worker rows not seen since ``workers_before`` that hold no running job.
+        Returns (jobs_deleted, workers_deleted)."""
+
+    async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
+        """Return when a job may be available on ``queues`` (NOTIFY on Postgres) or
+        after ``timeout``. True if woken by a notification."""

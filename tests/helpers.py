@@ -1,0 +1,34 @@
+"""Waiting without sleeping blind: poll a condition until a deadline, then say what failed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def wait_until(condition: Callable[[], T], *, timeout: float = 20.0, interval: float = 0.05,
+               what: str = "condition") -> T:
+    deadline = time.monotonic() + timeout
+    last: T = condition()
+    while not last:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
+        time.sleep(interval)
+        last = condition()
+    return last
+
+
+async def async_wait_until(condition: Callable[[], Awaitable[T]], *, timeout: float = 20.0,
+                           interval: float = 0.05, what: str = "condition") -> T:
+    deadline = time.monotonic() + timeout
+    last = await condition()
+    while not last:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
+        await asyncio.sleep(interval)
+        last = await condition()
+    return last
