@@ -1,0 +1,1 @@
+"""The worker process: fetch, supervise consumers, run, ack, heartbeat, sweep."""
