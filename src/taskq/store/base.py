@@ -110,11 +110,17 @@ class Store(Protocol):
         round trip. Returns the number of leases extended."""
 
     async def claim(
-        self, worker_id: UUID, queues: Sequence[str], limit: int, lease_seconds: float
+        self,
+        worker_id: UUID,
+        queues: Sequence[str],
+        limit: int,
+        lease_seconds: float,
+        exclude_actors: Sequence[str] = (),
     ) -> list[ClaimedJob]:
         """Claim up to ``limit`` due queued jobs, ``ORDER BY priority, run_at, id``:
-        state -> running, attempt + 1, worker_id, lease. Concurrent claimers never get
-        the same job."""
+        state -> running, attempt + 1, worker_id, lease, started_at. Concurrent claimers
+        never get the same job. ``exclude_actors`` leaves those actors' jobs queued (the
+        CPU pool's breaker is open)."""
 
     async def complete(self, worker_id: UUID, outcomes: Sequence[Outcome]) -> int:
         """Write a batch of outcomes in one round trip, each fenced. Returns how many
