@@ -23,6 +23,8 @@ The tree::
         +-- BreakerOpen
         +-- ProcessDied              the process running a job died (carries the cause)
         +-- JobTimedOut
+        +-- JobFailed                the job raised in its pool process (carries the remote error)
+        +-- PayloadUndecodable       the pool process could not decode the job's JSON payload
 
 Messages default to the class docstring, so ``raise StoreUnavailable()`` still says
 something useful; pass a message to say more.
@@ -128,3 +130,18 @@ class ProcessDied(PoolError):
 
 class JobTimedOut(PoolError):
     """the job ran past its timeout."""
+
+
+class JobFailed(PoolError):
+    """the job raised an exception in its pool process."""
+
+    def __init__(self, message: str | None = None, *, error_type: str = "",
+                 error_message: str = "", remote_traceback: str = "") -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.error_message = error_message
+        self.remote_traceback = remote_traceback
+
+
+class PayloadUndecodable(PoolError):
+    """the pool process could not decode the job's JSON payload."""
