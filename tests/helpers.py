@@ -10,25 +10,39 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_until(condition: Callable[[], T], *, timeout: float = 20.0, interval: float = 0.05,
-               what: str = "condition") -> T:
+def wait_until(
+    condition: Callable[[], T],
+    *,
+    timeout: float = 20.0,
+    interval: float = 0.05,
+    what: str = "condition",
+) -> T:
     deadline = time.monotonic() + timeout
     last: T = condition()
     while not last:
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
+            raise AssertionError(
+                f"timed out after {timeout}s waiting for {what}; last value: {last!r}"
+            )
         time.sleep(interval)
         last = condition()
     return last
 
 
-async def async_wait_until(condition: Callable[[], Awaitable[T]], *, timeout: float = 20.0,
-                           interval: float = 0.05, what: str = "condition") -> T:
+async def async_wait_until(
+    condition: Callable[[], Awaitable[T]],
+    *,
+    timeout: float = 20.0,
+    interval: float = 0.05,
+    what: str = "condition",
+) -> T:
     deadline = time.monotonic() + timeout
     last = await condition()
     while not last:
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
+            raise AssertionError(
+                f"timed out after {timeout}s waiting for {what}; last value: {last!r}"
+            )
         await asyncio.sleep(interval)
         last = await condition()
     return last

@@ -62,7 +62,10 @@ class _JobBuilder:
         if isinstance(actor, Actor):
             name, cfg_queue, opts = actor.name, actor.queue, actor
             max_attempts, max_crashes, idempotent = (
-                opts.max_attempts, opts.max_crashes, opts.idempotent)
+                opts.max_attempts,
+                opts.max_crashes,
+                opts.idempotent,
+            )
             default_priority = opts.priority
         elif isinstance(actor, str):
             name = actor
@@ -89,7 +92,8 @@ class _JobBuilder:
         if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
             raise ConfigError(f"priority must be an integer, got {priority!r}")
         args_json, kwargs_json = encode_arguments(
-            args, kwargs, actor=name, max_bytes=self.max_payload_bytes)
+            args, kwargs, actor=name, max_bytes=self.max_payload_bytes
+        )
         return JobSpec(
             id=uuid7(),
             actor=name,
@@ -173,8 +177,15 @@ class AsyncClient:
         time, a ``priority`` (lower runs first; default the actor's, else 0)."""
         await self.open()
         spec = self._builder.build(
-            actor, args, kwargs or {}, known=await self._known([actor]), queue=queue,
-            delay=delay, run_at=run_at, priority=priority)
+            actor,
+            args,
+            kwargs or {},
+            known=await self._known([actor]),
+            queue=queue,
+            delay=delay,
+            run_at=run_at,
+            priority=priority,
+        )
         (job_id,) = await self._store.enqueue([spec])
         return job_id
 
@@ -197,17 +208,31 @@ class AsyncClient:
         known = await self._known([actor])
         specs = []
         for item in items:
-            if (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Mapping)
-                    and isinstance(item[0], list | tuple)):
+            if (
+                isinstance(item, tuple)
+                and len(item) == 2
+                and isinstance(item[1], Mapping)
+                and isinstance(item[0], list | tuple)
+            ):
                 args, kwargs = item
             elif isinstance(item, list | tuple):
                 args, kwargs = item, {}
             else:
                 raise ConfigError(
-                    f"enqueue_many items must be (args, kwargs) pairs, got {type(item).__name__}")
-            specs.append(self._builder.build(
-                actor, args, kwargs, known=known, queue=queue, delay=delay, run_at=run_at,
-                priority=priority))
+                    f"enqueue_many items must be (args, kwargs) pairs, got {type(item).__name__}"
+                )
+            specs.append(
+                self._builder.build(
+                    actor,
+                    args,
+                    kwargs,
+                    known=known,
+                    queue=queue,
+                    delay=delay,
+                    run_at=run_at,
+                    priority=priority,
+                )
+            )
         if not specs:
             return []
         return await self._store.enqueue(specs)
@@ -220,11 +245,13 @@ class AsyncClient:
             raise JobNotFound(f"no job with id {job_id}")
         return job
 
-    async def list(self, *, state: str | None = None, queue: str | None = None,
-                   limit: int = 100) -> list[Job]:
+    async def list(
+        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+    ) -> list[Job]:
         if state is not None and state not in JobState.__members__.values():
             raise ConfigError(
-                f"unknown state {state!r}: expected one of {', '.join(s.value for s in JobState)}")
+                f"unknown state {state!r}: expected one of {', '.join(s.value for s in JobState)}"
+            )
         if limit < 1:
             raise ConfigError("limit must be >= 1")
         await self.open()
@@ -239,7 +266,9 @@ class AsyncClient:
         job = await self.get(job_id)
         moved = await self._store.retry_jobs([job.id])
         if not moved:
-            raise InvalidJobState(f"job {job.id} is {job.state}; only dead or cancelled jobs can be retried")
+            raise InvalidJobState(
+                f"job {job.id} is {job.state}; only dead or cancelled jobs can be retried"
+            )
 
     async def retry_all_dead(self) -> int:
         await self.open()
@@ -252,8 +281,9 @@ class AsyncClient:
         if not moved:
             raise InvalidJobState(f"job {job.id} is {job.state}; only queued jobs can be cancelled")
 
-    async def wait(self, job_id: UUID | str, *, timeout: float = 60.0,
-                   interval: float = 0.05) -> Job:
+    async def wait(
+        self, job_id: UUID | str, *, timeout: float = 60.0, interval: float = 0.05
+    ) -> Job:
         """Poll until the job is succeeded, dead or cancelled; TimeoutError past ``timeout``."""
         deadline = time.monotonic() + timeout
         while True:
@@ -270,8 +300,9 @@ class _Portal:
 
     def __init__(self) -> None:
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="taskq-client",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="taskq-client", daemon=True
+        )
         self._thread.start()
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -325,24 +356,47 @@ class Client:
     def enqueue(self, actor: ActorRef, /, *args: Any, **kwargs: Any) -> UUID:
         return self._call(self._async.enqueue(actor, *args, **kwargs))
 
-    def enqueue_with(self, actor: ActorRef, /, args: Sequence[Any] = (),
-                     kwargs: Mapping[str, Any] | None = None, *, queue: str | None = None,
-                     delay: float | None = None, run_at: datetime | None = None,
-                     priority: int | None = None) -> UUID:
-        return self._call(self._async.enqueue_with(
-            actor, args, kwargs, queue=queue, delay=delay, run_at=run_at, priority=priority))
+    def enqueue_with(
+        self,
+        actor: ActorRef,
+        /,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        *,
+        queue: str | None = None,
+        delay: float | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> UUID:
+        return self._call(
+            self._async.enqueue_with(
+                actor, args, kwargs, queue=queue, delay=delay, run_at=run_at, priority=priority
+            )
+        )
 
-    def enqueue_many(self, actor: ActorRef, items: Iterable[Item | Sequence[Any]], /, *,
-                     queue: str | None = None, delay: float | None = None,
-                     run_at: datetime | None = None, priority: int | None = None) -> list[UUID]:
-        return self._call(self._async.enqueue_many(
-            actor, items, queue=queue, delay=delay, run_at=run_at, priority=priority))
+    def enqueue_many(
+        self,
+        actor: ActorRef,
+        items: Iterable[Item | Sequence[Any]],
+        /,
+        *,
+        queue: str | None = None,
+        delay: float | None = None,
+        run_at: datetime | None = None,
+        priority: int | None = None,
+    ) -> list[UUID]:
+        return self._call(
+            self._async.enqueue_many(
+                actor, items, queue=queue, delay=delay, run_at=run_at, priority=priority
+            )
+        )
 
     def get(self, job_id: UUID | str) -> Job:
         return self._call(self._async.get(job_id))
 
-    def list(self, *, state: str | None = None, queue: str | None = None,
-             limit: int = 100) -> list[Job]:
+    def list(
+        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+    ) -> list[Job]:
         return self._call(self._async.list(state=state, queue=queue, limit=limit))
 
     def stats(self) -> dict[str, int]:

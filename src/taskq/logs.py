@@ -31,8 +31,7 @@ class _Logger:
 
     def _log(self, level: int, event: str, exc_info: Any, fields: dict[str, Any]) -> None:
         if self._logger.isEnabledFor(level):
-            self._logger.log(level, event, exc_info=exc_info, extra={_FIELDS: fields},
-                             stacklevel=3)
+            self._logger.log(level, event, exc_info=exc_info, extra={_FIELDS: fields}, stacklevel=3)
 
     def debug(self, event: str, *, exc_info: Any = None, **fields: Any) -> None:
         self._log(logging.DEBUG, event, exc_info, fields)
@@ -98,7 +97,9 @@ class ConsoleFormatter(logging.Formatter):
 def configure(fmt: str | None = None, level: int | str | None = None) -> None:
     """Set up the root taskq handler once per process (idempotent)."""
     global _configured
-    fmt = fmt or os.environ.get("TASKQ_LOG_FORMAT") or ("console" if sys.stderr.isatty() else "json")
+    fmt = (
+        fmt or os.environ.get("TASKQ_LOG_FORMAT") or ("console" if sys.stderr.isatty() else "json")
+    )
     if fmt not in ("json", "console"):
         fmt = "json"
     level = level or os.environ.get("TASKQ_LOG_LEVEL", "INFO")

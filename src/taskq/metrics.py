@@ -19,66 +19,90 @@ pool_workers_alive = Gauge(
     registry=WORKER,
 )
 pool_workers_configured = Gauge(
-    "taskq_pool_workers_configured", "Consumer tasks the worker is configured to run.",
+    "taskq_pool_workers_configured",
+    "Consumer tasks the worker is configured to run.",
     registry=WORKER,
 )
 pool_worker_restarts = Counter(
-    "taskq_pool_worker_restarts", "Consumer tasks replaced after dying.", registry=WORKER,
+    "taskq_pool_worker_restarts",
+    "Consumer tasks replaced after dying.",
+    registry=WORKER,
 )
 pool_items_dead_lettered = Counter(
-    "taskq_pool_items_dead_lettered", "Jobs this worker moved to dead, by reason.",
-    ["actor", "reason"], registry=WORKER,
+    "taskq_pool_items_dead_lettered",
+    "Jobs this worker moved to dead, by reason.",
+    ["actor", "reason"],
+    registry=WORKER,
 )
 
 # -- worker: jobs ----------------------------------------------------------------------
 jobs_claimed = Counter("taskq_jobs_claimed", "Jobs claimed from the store.", registry=WORKER)
 jobs_finished = Counter(
-    "taskq_jobs_finished", "Runs finished, by actor and outcome "
-    "(succeeded, retry, dead, crashed, cancelled, given_back).",
-    ["actor", "outcome"], registry=WORKER,
+    "taskq_jobs_finished",
+    "Runs finished, by actor and outcome (succeeded, retry, dead, crashed, cancelled, given_back).",
+    ["actor", "outcome"],
+    registry=WORKER,
 )
 job_duration = Histogram(
-    "taskq_job_duration_seconds", "Wall time of a job run, by actor.", ["actor"],
+    "taskq_job_duration_seconds",
+    "Wall time of a job run, by actor.",
+    ["actor"],
     buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
     registry=WORKER,
 )
 jobs_rescued = Counter(
-    "taskq_jobs_rescued", "Running jobs taken back from dead runners, by how the death was "
+    "taskq_jobs_rescued",
+    "Running jobs taken back from dead runners, by how the death was "
     "noticed (lease_expired, observed) and what the crash rules did (queued, crashed, poison).",
-    ["detected_by", "result"], registry=WORKER,
+    ["detected_by", "result"],
+    registry=WORKER,
 )
 loop_lag = Gauge("taskq_loop_lag_seconds", "Last measured event-loop lag.", registry=WORKER)
 
 # -- worker: the CPU process pool (ring 2) --------------------------------------------
 process_pool_breaks = Counter(
-    "taskq_process_pool_breaks", "Pool processes that died while running a job, by cause.",
-    ["cause"], registry=WORKER,
+    "taskq_process_pool_breaks",
+    "Pool processes that died while running a job, by cause.",
+    ["cause"],
+    registry=WORKER,
 )
 process_pool_processes_alive = Gauge(
-    "taskq_process_pool_processes_alive", "Pool processes alive.", registry=WORKER,
+    "taskq_process_pool_processes_alive",
+    "Pool processes alive.",
+    registry=WORKER,
 )
 process_pool_recycles = Counter(
-    "taskq_process_pool_recycles", "Pool processes replaced on purpose, by reason "
-    "(max_tasks, max_memory).", ["reason"], registry=WORKER,
+    "taskq_process_pool_recycles",
+    "Pool processes replaced on purpose, by reason (max_tasks, max_memory).",
+    ["reason"],
+    registry=WORKER,
 )
 process_pool_breaker_open = Gauge(
-    "taskq_process_pool_breaker_open", "1 while the pool's breaker is open.", registry=WORKER,
+    "taskq_process_pool_breaker_open",
+    "1 while the pool's breaker is open.",
+    registry=WORKER,
 )
 
 # -- workgroup supervisor (ring 3) ----------------------------------------------------
 workgroup_children_alive = Gauge(
-    "taskq_workgroup_children_alive", "Child worker processes running.", registry=WORKGROUP,
+    "taskq_workgroup_children_alive",
+    "Child worker processes running.",
+    registry=WORKGROUP,
 )
 workgroup_children_configured = Gauge(
-    "taskq_workgroup_children_configured", "Child worker processes configured.",
+    "taskq_workgroup_children_configured",
+    "Child worker processes configured.",
     registry=WORKGROUP,
 )
 workgroup_child_restarts = Counter(
-    "taskq_workgroup_child_restarts", "Child restarts scheduled, by worker and reason "
-    "(child_exit, spawn_failed, unhealthy).", ["worker", "reason"], registry=WORKGROUP,
+    "taskq_workgroup_child_restarts",
+    "Child restarts scheduled, by worker and reason (child_exit, spawn_failed, unhealthy).",
+    ["worker", "reason"],
+    registry=WORKGROUP,
 )
 workgroup_children_latched = Gauge(
-    "taskq_workgroup_children_latched", "Children given up on after the burst limit.",
+    "taskq_workgroup_children_latched",
+    "Children given up on after the burst limit.",
     registry=WORKGROUP,
 )
 

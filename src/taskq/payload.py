@@ -29,7 +29,9 @@ def encode_arguments(
 ) -> tuple[str, str]:
     """Return (args_json, kwargs_json) or raise a PayloadError naming the problem."""
     if isinstance(args, str | bytes) or not isinstance(args, Sequence):
-        raise NotJSONSerializable(f"arguments of {actor!r} must be a list, got {type(args).__name__}")
+        raise NotJSONSerializable(
+            f"arguments of {actor!r} must be a list, got {type(args).__name__}"
+        )
     if not isinstance(kwargs, Mapping):
         raise NotJSONSerializable(
             f"keyword arguments of {actor!r} must be an object, got {type(kwargs).__name__}"

@@ -75,8 +75,9 @@ class Actor:
         )
 
 
-def _check_options(name: str, queue: str, max_attempts: int, timeout: float | None,
-                   max_crashes: int) -> None:
+def _check_options(
+    name: str, queue: str, max_attempts: int, timeout: float | None, max_crashes: int
+) -> None:
     if not _NAME.match(name):
         raise ConfigError(f"invalid actor name {name!r}")
     if not _QUEUE.match(queue):
@@ -139,7 +140,9 @@ class Registry:
             actor_name = name or func.__name__
             _check_options(actor_name, queue, max_attempts, timeout, max_crashes)
             if cpu_bound and inspect.iscoroutinefunction(func):
-                raise ConfigError(f"actor {actor_name!r}: a cpu_bound actor must be a plain function")
+                raise ConfigError(
+                    f"actor {actor_name!r}: a cpu_bound actor must be a plain function"
+                )
             if actor_name in self._actors:
                 raise DuplicateActor(f"an actor named {actor_name!r} is already registered")
             actor = Actor(
@@ -218,7 +221,5 @@ def load_registry(reference: str) -> Registry:
     """Resolve ``module:attr`` to a ``Registry`` (clear error if it is something else)."""
     obj = resolve_reference(reference)
     if not isinstance(obj, Registry):
-        raise ActorNotFound(
-            f"{reference!r} is a {type(obj).__name__}, not a taskq.Registry"
-        )
+        raise ActorNotFound(f"{reference!r} is a {type(obj).__name__}, not a taskq.Registry")
     return obj

@@ -40,16 +40,14 @@ def dsn_kind(dsn: str) -> str:
         return "postgres"
     if scheme == "sqlite":
         return "sqlite"
-    raise InvalidDSN(
-        f"invalid DSN {redact(dsn)!r}: expected postgresql://... or sqlite:///path"
-    )
+    raise InvalidDSN(f"invalid DSN {redact(dsn)!r}: expected postgresql://... or sqlite:///path")
 
 
 def sqlite_path(dsn: str) -> str:
     """``sqlite:///rel/path`` -> ``rel/path``; ``sqlite:////abs/path`` -> ``/abs/path``."""
     if not dsn.lower().startswith("sqlite:///"):
         raise InvalidDSN(f"invalid SQLite DSN {dsn!r}: expected sqlite:///path/to/file")
-    path = dsn[len("sqlite:///"):]
+    path = dsn[len("sqlite:///") :]
     if not path:
         raise InvalidDSN(f"invalid SQLite DSN {dsn!r}: no file path")
     return path

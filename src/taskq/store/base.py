@@ -89,9 +89,7 @@ class Store(Protocol):
     async def actor_configs(self) -> dict[str, ActorConfig]:
         """Actor configuration recorded by workers (enqueue by name uses it)."""
 
-    async def sync_actor_configs(
-        self, configs: Sequence[ActorConfig], *, force: bool
-    ) -> list[str]:
+    async def sync_actor_configs(self, configs: Sequence[ActorConfig], *, force: bool) -> list[str]:
         """Record configs. Return human-readable differences from what was stored; if
         there are differences and not ``force``, nothing is written."""
 

@@ -1,0 +1,389 @@
+"""The ``taskq`` command.
+
+Every subcommand maps user mistakes (bad JSON, unknown job id, unreachable database, bad
+DSN, bad schema name, bad flags) to one line on stderr and a non-zero exit; tracebacks
+are for taskq's own bugs only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, NoReturn, TypeVar
+
+from . import logs
+from .client import AsyncClient, parse_job_id
+from .exceptions import ConfigError, TaskqError
+from .jobs import ALL_STATES, Job
+
+T = TypeVar("T")
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the problem."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"taskq: {message} (see `{self.prog} --help`)\n")
+
+
+def _json_arg(kind: type, what: str) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise argparse.ArgumentTypeError(
+                f"{what} is not valid JSON: {exc.msg} at char {exc.pos}"
+            ) from None
+        if not isinstance(value, kind):
+            raise argparse.ArgumentTypeError(
+                f"{what} must be a JSON {'array' if kind is list else 'object'}"
+            )
+        return value
+
+    return parse
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    value = _seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a number of seconds > 0")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port 0-65535, got {value}")
+    return value
+
+
+def _queues(text: str) -> tuple[str, ...]:
+    queues = tuple(q.strip() for q in text.split(",") if q.strip())
+    if not queues:
+        raise argparse.ArgumentTypeError("expected a comma-separated list of queue names")
+    return queues
+
+
+def _uuid(text: str) -> Any:
+    from uuid import UUID
+
+    try:
+        return UUID(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a UUID, got {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="taskq", description="Background jobs where workers die and nothing is lost or silent."
+    )
+    parser.add_argument(
+        "--dsn", help="store DSN (default: TASKQ_DSN_FILE, TASKQ_DSN, sqlite:///taskq.sqlite3)"
+    )
+    parser.add_argument("--schema", help="Postgres schema (default: TASKQ_SCHEMA or taskq)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    sub.add_parser("migrate", help="create or upgrade the schema (idempotent)")
+
+    w = sub.add_parser("worker", help="run a worker process")
+    w.add_argument(
+        "--actors", required=True, metavar="MODULE:ATTR", help="the taskq.Registry to serve"
+    )
+    w.add_argument(
+        "--queues",
+        type=_queues,
+        default=(),
+        metavar="A,B",
+        help="queues to consume (default: every queue of the registry's actors)",
+    )
+    w.add_argument("--max-concurrency", type=_positive_int, default=10, metavar="N")
+    w.add_argument("--poll-interval", type=_positive_seconds, default=1.0, metavar="S")
+    w.add_argument("--worker-group", default="default", metavar="G")
+    w.add_argument("--worker-label", default=None, metavar="L")
+    w.add_argument("--workgroup-instance", type=_uuid, default=None, metavar="UUID")
+    health = w.add_mutually_exclusive_group()
+    health.add_argument("--health-port", type=_port, default=None, metavar="N")
+    health.add_argument("--health-socket-path", default=None, metavar="P")
+    w.add_argument("--heartbeat-interval", type=_positive_seconds, default=2.0, metavar="S")
+    w.add_argument("--lease", type=_positive_seconds, default=10.0, metavar="S")
+    w.add_argument("--shutdown-grace", type=_seconds, default=30.0, metavar="S")
+    w.add_argument("--force-update-actor-config", action="store_true")
+    w.add_argument(
+        "--cpu-workers",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="processes in the CPU pool for cpu_bound actors (default: cores)",
+    )
+    w.add_argument("--cpu-max-tasks-per-child", type=_positive_int, default=1000, metavar="N")
+    w.add_argument("--cpu-max-memory-per-child", type=_positive_int, default=None, metavar="MIB")
+
+    wg = sub.add_parser("workgroup", help="supervise worker processes from a TOML file")
+    wg_sub = wg.add_subparsers(
+        dest="workgroup_command", metavar="start|validate", parser_class=_Parser
+    )
+    wg_sub.required = True
+    wg_sub.add_parser("start", help="run the supervisor").add_argument("file")
+    wg_sub.add_parser("validate", help="check the file and print a summary").add_argument("file")
+
+    e = sub.add_parser("enqueue", help="enqueue one job; prints its id")
+    e.add_argument("actor", help="actor name (its module need not be importable here)")
+    e.add_argument("--args", type=_json_arg(list, "--args"), default=[], metavar="JSON_ARRAY")
+    e.add_argument("--kwargs", type=_json_arg(dict, "--kwargs"), default={}, metavar="JSON_OBJECT")
+    e.add_argument("--queue", default=None)
+    e.add_argument("--delay", type=_seconds, default=None, metavar="SECONDS")
+    e.add_argument(
+        "--priority", type=_int, default=None, metavar="N", help="lower runs first (default 0)"
+    )
+
+    jobs = sub.add_parser("jobs", help="inspect and act on jobs")
+    jobs_sub = jobs.add_subparsers(
+        dest="jobs_command", metavar="stats|list|show|retry|cancel", parser_class=_Parser
+    )
+    jobs_sub.required = True
+    stats = jobs_sub.add_parser("stats", help="count jobs per state")
+    stats.add_argument("--json", action="store_true")
+    lst = jobs_sub.add_parser("list", help="list jobs, newest first")
+    lst.add_argument("--state", choices=ALL_STATES)
+    lst.add_argument("--queue")
+    lst.add_argument("--limit", type=_positive_int, default=50)
+    lst.add_argument("--json", action="store_true")
+    show = jobs_sub.add_parser("show", help="show one job")
+    show.add_argument("id")
+    show.add_argument("--json", action="store_true")
+    retry = jobs_sub.add_parser("retry", help="re-queue dead or cancelled jobs")
+    retry.add_argument("ids", nargs="*", metavar="ID")
+    retry.add_argument("--all-dead", action="store_true")
+    cancel = jobs_sub.add_parser("cancel", help="cancel queued jobs")
+    cancel.add_argument("ids", nargs="+", metavar="ID")
+
+    workers = sub.add_parser("workers", help="list registered worker processes")
+    workers.add_argument("--json", action="store_true")
+
+    sub.add_parser("demo", help="a self-contained tour on SQLite")
+    return parser
+
+
+def _client(ns: argparse.Namespace) -> AsyncClient:
+    return AsyncClient(ns.dsn, schema=ns.schema)
+
+
+def _with_client(ns: argparse.Namespace, action: Callable[[AsyncClient], Awaitable[T]]) -> T:
+    async def go() -> T:
+        async with _client(ns) as client:
+            return await action(client)
+
+    return asyncio.run(go())
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, default=str))
+
+
+def _job_lines(job: Job) -> list[str]:
+    d = job.to_dict()
+    width = max(len(k) for k in d)
+    return [
+        f"{k:<{width}}  {json.dumps(v) if isinstance(v, list | dict) else v}" for k, v in d.items()
+    ]
+
+
+def cmd_migrate(ns: argparse.Namespace) -> int:
+    async def go(client: AsyncClient) -> list[str]:
+        return await client.store.migrate()
+
+    applied = _with_client(ns, go)
+    print(f"applied migrations: {', '.join(applied)}" if applied else "schema is up to date")
+    return EXIT_OK
+
+
+def cmd_worker(ns: argparse.Namespace) -> int:
+    from .worker.config import WorkerConfig
+    from .worker.main import run
+
+    config = WorkerConfig(
+        actors=ns.actors,
+        queues=ns.queues,
+        max_concurrency=ns.max_concurrency,
+        poll_interval=ns.poll_interval,
+        worker_group=ns.worker_group,
+        worker_label=ns.worker_label,
+        workgroup_instance=ns.workgroup_instance,
+        health_port=ns.health_port,
+        health_socket_path=ns.health_socket_path,
+        heartbeat_interval=ns.heartbeat_interval,
+        lease=ns.lease,
+        shutdown_grace=ns.shutdown_grace,
+        force_update_actor_config=ns.force_update_actor_config,
+        dsn=ns.dsn,
+        schema=ns.schema,
+        cpu_workers=ns.cpu_workers,
+        cpu_max_tasks_per_child=ns.cpu_max_tasks_per_child,
+        cpu_max_memory_per_child_mib=ns.cpu_max_memory_per_child,
+    )
+    if config.heartbeat_interval >= config.lease:
+        raise ConfigError("--heartbeat-interval must be shorter than --lease")
+    return run(config)
+
+
+def cmd_workgroup(ns: argparse.Namespace) -> int:
+    from . import workgroup
+
+    if ns.dsn or ns.schema:
+        raise ConfigError(
+            "workgroup takes its store from the TOML file or TASKQ_DSN, not --dsn/--schema"
+        )
+    if ns.workgroup_command == "validate":
+        return workgroup.validate_main(ns.file)
+    return workgroup.start_main(ns.file)
+
+
+def cmd_enqueue(ns: argparse.Namespace) -> int:
+    job_id = _with_client(
+        ns,
+        lambda c: c.enqueue_with(
+            ns.actor, ns.args, ns.kwargs, queue=ns.queue, delay=ns.delay, priority=ns.priority
+        ),
+    )
+    print(job_id)
+    return EXIT_OK
+
+
+def cmd_jobs(ns: argparse.Namespace) -> int:
+    sub = ns.jobs_command
+    if sub == "stats":
+        counts = _with_client(ns, lambda c: c.stats())
+        if ns.json:
+            _print_json(counts)
+        else:
+            for state in ALL_STATES:
+                print(f"{state:<10} {counts.get(state, 0):>10}")
+        return EXIT_OK
+    if sub == "list":
+        jobs = _with_client(ns, lambda c: c.list(state=ns.state, queue=ns.queue, limit=ns.limit))
+        if ns.json:
+            _print_json([j.to_dict() for j in jobs])
+            return EXIT_OK
+        print(
+            f"{'id':<36}  {'actor':<20} {'queue':<10} {'state':<10} {'att':>3} {'crash':>5}  "
+            "dead_reason"
+        )
+        for j in jobs:
+            print(
+                f"{j.id!s:<36}  {j.actor[:20]:<20} {j.queue[:10]:<10} {j.state:<10} "
+                f"{j.attempts:>3} {j.crash_count:>5}  {j.dead_reason or ''}"
+            )
+        return EXIT_OK
+    if sub == "show":
+        job = _with_client(ns, lambda c: c.get(ns.id))
+        if ns.json:
+            _print_json(job.to_dict())
+        else:
+            print("\n".join(_job_lines(job)))
+        return EXIT_OK
+    if sub == "retry":
+        if bool(ns.ids) == bool(ns.all_dead):
+            raise ConfigError("give job IDs or --all-dead (not both)")
+        if ns.all_dead:
+            count = _with_client(ns, lambda c: c.retry_all_dead())
+            print(f"re-queued {count} dead job(s)")
+            return EXIT_OK
+        return _each_id(ns, "retry", "re-queued")
+    return _each_id(ns, "cancel", "cancelled")
+
+
+def _each_id(ns: argparse.Namespace, method: str, done: str) -> int:
+    ids = [parse_job_id(i) for i in ns.ids]  # all ids valid before anything is changed
+
+    async def go(client: AsyncClient) -> int:
+        failures = 0
+        for job_id in ids:
+            try:
+                await getattr(client, method)(job_id)
+                print(f"{done} {job_id}")
+            except TaskqError as exc:
+                print(f"taskq: {exc}", file=sys.stderr)
+                failures += 1
+        return failures
+
+    return EXIT_ERROR if _with_client(ns, go) else EXIT_OK
+
+
+def cmd_workers(ns: argparse.Namespace) -> int:
+    rows = _with_client(ns, lambda c: c.store.list_workers())
+    if ns.json:
+        _print_json([r.to_dict() for r in rows])
+        return EXIT_OK
+    print(f"{'id':<36}  {'label':<16} {'pid':>7} {'hostname':<20} {'last_seen_at':<32} queues")
+    for r in rows:
+        print(
+            f"{r.id!s:<36}  {(r.worker_label or '-')[:16]:<16} {r.pid:>7} "
+            f"{r.hostname[:20]:<20} {r.last_seen_at.isoformat() if r.last_seen_at else '-':<32} "
+            f"{','.join(r.queues)}"
+        )
+    return EXIT_OK
+
+
+def cmd_demo(ns: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo()
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "migrate": cmd_migrate,
+    "worker": cmd_worker,
+    "workgroup": cmd_workgroup,
+    "enqueue": cmd_enqueue,
+    "jobs": cmd_jobs,
+    "workers": cmd_workers,
+    "demo": cmd_demo,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    logs.configure()
+    try:
+        return COMMANDS[ns.command](ns)
+    except TaskqError as exc:
+        print(f"taskq: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("taskq: interrupted", file=sys.stderr)
+        return 130

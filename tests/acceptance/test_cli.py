@@ -1,0 +1,175 @@
+"""The `taskq` command as a user meets it: real subprocesses against both stores."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from tests.conftest import StoreTarget
+
+JOB_KEYS = {
+    "id",
+    "actor",
+    "queue",
+    "state",
+    "attempts",
+    "crash_count",
+    "dead_reason",
+    "last_error",
+    "run_at",
+    "created_at",
+}
+WORKER_KEYS = {
+    "id",
+    "worker_label",
+    "workgroup_instance",
+    "pid",
+    "hostname",
+    "queues",
+    "started_at",
+    "last_seen_at",
+}
+
+
+def taskq(
+    target: StoreTarget | None, *args: str, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    env = env if env is not None else target.env  # type: ignore[union-attr]
+    proc = subprocess.run(
+        [sys.executable, "-m", "taskq", *args], env=env, capture_output=True, text=True, timeout=60
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"taskq {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
+    return proc
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert proc.returncode != 0, proc
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got: {proc.stderr!r}"
+    assert "Traceback" not in proc.stderr
+    assert lines[0].startswith("taskq: "), lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+@pytest.fixture
+def migrated(target: StoreTarget) -> StoreTarget:
+    taskq(target, "migrate")
+    return target
+
+
+def test_migrate_twice_is_a_no_op(target: StoreTarget) -> None:
+    first = taskq(target, "migrate")
+    assert "applied migrations" in first.stdout
+    second = taskq(target, "migrate")
+    assert second.stdout.strip() == "schema is up to date"
+
+
+def test_enqueue_prints_the_id_and_show_finds_it(migrated: StoreTarget) -> None:
+    out = taskq(
+        migrated,
+        "enqueue",
+        "resize",
+        "--args",
+        '["a.png"]',
+        "--kwargs",
+        '{"width": 64}',
+        "--queue",
+        "images",
+        "--priority",
+        "-5",
+        "--delay",
+        "60",
+    )
+    job_id = uuid.UUID(out.stdout.strip())
+    shown = json.loads(taskq(migrated, "jobs", "show", str(job_id), "--json").stdout)
+    assert JOB_KEYS <= shown.keys()
+    assert shown["id"] == str(job_id)
+    assert (shown["actor"], shown["queue"], shown["state"]) == ("resize", "images", "queued")
+    assert shown["args"] == ["a.png"] and shown["kwargs"] == {"width": 64}
+    assert shown["priority"] == -5
+    listed = json.loads(taskq(migrated, "jobs", "list", "--json").stdout)
+    assert [j["id"] for j in listed] == [str(job_id)]
+    assert JOB_KEYS <= listed[0].keys()
+
+
+def test_stats_json_has_all_five_states(migrated: StoreTarget) -> None:
+    taskq(migrated, "enqueue", "a")
+    taskq(migrated, "enqueue", "b")
+    stats = json.loads(taskq(migrated, "jobs", "stats", "--json").stdout)
+    assert stats == {"queued": 2, "running": 0, "succeeded": 0, "dead": 0, "cancelled": 0}
+
+
+def test_cancel_then_retry(migrated: StoreTarget) -> None:
+    job_id = taskq(migrated, "enqueue", "a").stdout.strip()
+    taskq(migrated, "jobs", "cancel", job_id)
+    assert (
+        json.loads(taskq(migrated, "jobs", "show", job_id, "--json").stdout)["state"] == "cancelled"
+    )
+    again = taskq(migrated, "jobs", "cancel", job_id, check=False)
+    assert_one_line_error(again, "only queued jobs can be cancelled")
+    taskq(migrated, "jobs", "retry", job_id)
+    assert json.loads(taskq(migrated, "jobs", "show", job_id, "--json").stdout)["state"] == "queued"
+
+
+def test_workers_json_is_a_list(migrated: StoreTarget) -> None:
+    assert json.loads(taskq(migrated, "workers", "--json").stdout) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["enqueue", "a", "--args", "[1,"], "--args is not valid JSON"),
+        (["enqueue", "a", "--args", '{"x": 1}'], "--args must be a JSON array"),
+        (["enqueue", "a", "--kwargs", "[1]"], "--kwargs must be a JSON object"),
+        (["enqueue", "a", "--delay", "soon"], "expected a number of seconds"),
+        (["jobs", "list", "--limit", "0"], "expected an integer >= 1"),
+        (["jobs", "list", "--state", "exploded"], "invalid choice"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_arguments_give_one_line(
+    sqlite_target: StoreTarget, args: list[str], fragment: str
+) -> None:
+    proc = taskq(sqlite_target, *args, check=False)
+    assert proc.returncode == 2
+    assert_one_line_error(proc, fragment)
+
+
+def test_unknown_job_id(migrated: StoreTarget) -> None:
+    missing = str(uuid.uuid4())
+    assert_one_line_error(
+        taskq(migrated, "jobs", "show", missing, check=False), f"no job with id {missing}"
+    )
+    assert_one_line_error(
+        taskq(migrated, "jobs", "show", "not-a-uuid", check=False), "invalid job id"
+    )
+
+
+def test_bad_dsn(sqlite_target: StoreTarget) -> None:
+    env = sqlite_target.env | {"TASKQ_DSN": "mysql://localhost/x"}
+    assert_one_line_error(taskq(None, "jobs", "stats", env=env, check=False), "invalid DSN")
+
+
+def test_unreachable_database(sqlite_target: StoreTarget) -> None:
+    env = sqlite_target.env | {"TASKQ_DSN": "postgresql://root@127.0.0.1:1/test"}
+    assert_one_line_error(taskq(None, "jobs", "stats", env=env, check=False))
+
+
+def test_bad_schema_name(pg_target: StoreTarget) -> None:
+    env = pg_target.env | {"TASKQ_SCHEMA": "Robert'); DROP TABLE jobs;--"}
+    assert_one_line_error(taskq(None, "migrate", env=env, check=False), "invalid schema name")
+
+
+def test_unmigrated_store_says_to_migrate(target: StoreTarget) -> None:
+    assert_one_line_error(taskq(target, "jobs", "stats", check=False), "taskq migrate")
+
+
+def test_unreadable_dsn_file(sqlite_target: StoreTarget, tmp_path) -> None:
+    env = sqlite_target.env | {"TASKQ_DSN_FILE": str(tmp_path / "missing")}
+    assert_one_line_error(taskq(None, "jobs", "stats", env=env, check=False), "TASKQ_DSN_FILE")

@@ -1,0 +1,32 @@
+"""Arguments are JSON, checked before anything is written."""
+
+from __future__ import annotations
+
+import pytest
+
+import taskq
+from taskq.payload import encode_arguments
+
+
+def test_encodes_args_and_kwargs() -> None:
+    assert encode_arguments([1, "é"], {"k": None}, actor="a") == ('[1,"é"]', '{"k":null}')
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        ([object()], {}, "an argument of 'a' is not JSON-serialisable"),
+        ([], {"x": {1, 2}}, "a keyword argument of 'a' is not JSON-serialisable"),
+        ([float("nan")], {}, "not JSON-serialisable"),
+        ([], {1: "x"}, "keyword argument names of 'a' must be strings"),
+        ("abc", {}, "must be a list"),
+    ],
+)
+def test_non_json_is_refused(args, kwargs, message: str) -> None:
+    with pytest.raises(taskq.NotJSONSerializable, match=message):
+        encode_arguments(args, kwargs, actor="a")
+
+
+def test_oversized_payload_names_sizes() -> None:
+    with pytest.raises(taskq.PayloadTooLarge, match=r"is 1006 bytes, over the limit of 1000"):
+        encode_arguments(["x" * 1000], {}, actor="a", max_bytes=1000)
