@@ -119,8 +119,15 @@ class BreakerOpen(PoolError):
 class ProcessDied(PoolError):
     """the process running the job died."""
 
-    def __init__(self, message: str | None = None, *, cause: str = "", exit_code: int | None = None,
-                 exit_signal: str | None = None, pid: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        cause: str = "",
+        exit_code: int | None = None,
+        exit_signal: str | None = None,
+        pid: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.cause = cause or self.message
         self.exit_code = exit_code
@@ -135,8 +142,14 @@ class JobTimedOut(PoolError):
 class JobFailed(PoolError):
     """the job raised an exception in its pool process."""
 
-    def __init__(self, message: str | None = None, *, error_type: str = "",
-                 error_message: str = "", remote_traceback: str = "") -> None:
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        error_type: str = "",
+        error_message: str = "",
+        remote_traceback: str = "",
+    ) -> None:
         super().__init__(message)
         self.error_type = error_type
         self.error_message = error_message
