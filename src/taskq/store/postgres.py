@@ -1,0 +1,457 @@
+"""The Postgres store: psycopg 3 async, a connection pool, SQL from ``postgres.sql``.
+
+Every pooled connection runs in autocommit with ``search_path`` set to the taskq schema
+and ``TimeZone`` UTC (libpq ``options``), so each hot-path call is one statement and one
+round trip, and psycopg prepares the statements it sees repeatedly. Waking workers uses
+LISTEN on one dedicated connection outside the pool, on channel ``taskq_<schema>``.
+
+Driver errors are mapped at this boundary: a lost or refused connection becomes
+``StoreUnavailable`` (and the pool drops its dead connections, so the next call works),
+missing tables become ``SchemaNotMigrated``, anything else ``StoreError``; the driver's
+error stays in ``__cause__``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing, asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg_pool import AsyncConnectionPool
+
+from ..exceptions import InvalidDSN, SchemaNotMigrated, StoreError, StoreUnavailable
+from ..jobs import (
+    ALL_STATES,
+    ActorConfig,
+    ClaimedJob,
+    Job,
+    JobSpec,
+    Outcome,
+    RescuedJob,
+    WorkerInfo,
+)
+from ..logs import get_logger
+from ..settings import redact, validate_schema
+from .drift import config_differences
+from .sqlfile import load_migrations, load_queries
+
+log = get_logger(__name__)
+
+Q = load_queries("postgres.sql")
+MIGRATIONS = load_migrations("postgres")
+
+CONNECT_TIMEOUT = 5.0  # seconds, unless the DSN sets connect_timeout
+CHECKOUT_TIMEOUT = 10.0  # waiting for a pooled connection before StoreUnavailable
+_MISSING_SCHEMA = (
+    pg_errors.UndefinedTable,
+    pg_errors.InvalidSchemaName,
+    pg_errors.UndefinedFunction,
+    pg_errors.UndefinedColumn,
+)
+
+
+def channel_for(schema: str) -> str:
+    """The NOTIFY channel of a schema (identifiers stop at 63 bytes; so does the trigger)."""
+    return f"taskq_{schema}"[:63]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return value.astimezone(UTC) if value is not None else None
+
+
+def _job(row: Sequence[Any]) -> Job:
+    (id_, actor, queue, args, kwargs, priority, state, attempt, max_attempts, crash_count,
+     max_crashes, idempotent, run_at, created_at, started_at, finished_at, worker_id,
+     lease_expires_at, last_error, dead_reason, result) = row
+    return Job(
+        id=id_, actor=actor, queue=queue, args=args, kwargs=kwargs, priority=priority,
+        state=state, attempts=attempt, max_attempts=max_attempts, crash_count=crash_count,
+        max_crashes=max_crashes, idempotent=idempotent, run_at=_utc(run_at),
+        created_at=_utc(created_at), started_at=_utc(started_at),
+        finished_at=_utc(finished_at), worker_id=worker_id,
+        lease_expires_at=_utc(lease_expires_at), last_error=last_error,
+        dead_reason=dead_reason, result=result,
+    )
+
+
+def _worker(row: Sequence[Any]) -> WorkerInfo:
+    id_, pid, hostname, queues, label, instance, started_at, last_seen_at = row
+    return WorkerInfo(id=id_, pid=pid, hostname=hostname, queues=list(queues),
+                      worker_label=label, workgroup_instance=instance,
+                      started_at=_utc(started_at), last_seen_at=_utc(last_seen_at))
+
+
+def _rescued(rows: Sequence[Sequence[Any]]) -> list[RescuedJob]:
+    return [RescuedJob(id=r[0], actor=r[1], state=r[2], dead_reason=r[3], crash_count=r[4])
+            for r in rows]
+
+
+class PostgresStore:
+    """``Store`` on Postgres; all tables live in ``schema``."""
+
+    kind = "postgres"
+
+    def __init__(self, dsn: str, *, schema: str = "taskq", min_size: int = 1,
+                 max_size: int = 10) -> None:
+        self.schema = validate_schema(schema)
+        self.channel = channel_for(self.schema)
+        self._min_size, self._max_size = min_size, max_size
+        self._set_dsn(dsn)
+        self._pool: AsyncConnectionPool | None = None
+        self._listener: psycopg.AsyncConnection | None = None
+        self._listener_lock = asyncio.Lock()
+
+    def _set_dsn(self, dsn: str) -> None:
+        self.display_dsn = redact(dsn)
+        self._conninfo = self._conninfo_for(dsn)
+
+    def _conninfo_for(self, dsn: str) -> str:
+        try:
+            params = conninfo_to_dict(dsn)
+        except psycopg.ProgrammingError as exc:
+            raise InvalidDSN(f"invalid DSN {redact(dsn)!r}: {_first_line(exc)}") from None
+        options = f"{params.get('options') or ''} -c search_path={self.schema} -c TimeZone=UTC"
+        params["options"] = options.strip()
+        params.setdefault("connect_timeout", str(int(CONNECT_TIMEOUT)))
+        params.setdefault("application_name", "taskq")
+        return make_conninfo("", **params)
+
+    # -- errors ------------------------------------------------------------------------
+    def _translate(self, exc: psycopg.Error) -> StoreError:
+        if isinstance(exc, _MISSING_SCHEMA):
+            return SchemaNotMigrated(
+                f"taskq's tables are missing or out of date in schema {self.schema!r} at "
+                f"{self.display_dsn}: run `taskq migrate` ({_first_line(exc)})")
+        if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+            return StoreUnavailable(
+                f"Postgres at {self.display_dsn} is unavailable: {_first_line(exc)}")
+        return StoreError(f"Postgres error at {self.display_dsn}: {_first_line(exc)}")
+
+    async def _drop_dead_connections(self, pool: AsyncConnectionPool) -> None:
+        try:
+            await asyncio.wait_for(pool.check(), timeout=CONNECT_TIMEOUT)
+        except (psycopg.Error, TimeoutError) as exc:
+            log.warning("store.pool_check_failed", dsn=self.display_dsn, error=_first_line(exc))
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        pool = self._pool
+        if pool is None:
+            raise StoreUnavailable(f"the store for {self.display_dsn} is not open")
+        try:
+            async with pool.connection(timeout=CHECKOUT_TIMEOUT) as conn:
+                yield conn
+        except psycopg.Error as exc:
+            error = self._translate(exc)
+            if isinstance(error, StoreUnavailable):
+                await self._drop_dead_connections(pool)
+            raise error from exc
+
+    async def _fetchall(self, name: str, params: dict[str, Any] | None = None) -> list[Any]:
+        async with self._connection() as conn:
+            cur = await conn.execute(Q[name], params)
+            return await cur.fetchall()
+
+    async def _fetchone(self, name: str, params: dict[str, Any] | None = None) -> Any:
+        async with self._connection() as conn:
+            cur = await conn.execute(Q[name], params)
+            return await cur.fetchone()
+
+    # -- lifecycle -----------------------------------------------------------------------
+    async def _new_pool(self, conninfo: str) -> AsyncConnectionPool:
+        """Open a pool after one direct connection proves the server answers (so a bad
+        host fails at once, with the server's own reason)."""
+        try:
+            probe = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+            await probe.close()
+        except psycopg.Error as exc:
+            raise StoreUnavailable(
+                f"cannot connect to Postgres at {self.display_dsn}: {_first_line(exc)}"
+            ) from exc
+        pool = AsyncConnectionPool(
+            conninfo, kwargs={"autocommit": True}, min_size=self._min_size,
+            max_size=self._max_size, open=False, name=f"taskq-{self.schema}",
+            timeout=CHECKOUT_TIMEOUT, reconnect_timeout=60.0)
+        try:
+            await pool.open(wait=True, timeout=CONNECT_TIMEOUT * 2)
+        except psycopg.Error as exc:
+            await pool.close()
+            raise StoreUnavailable(
+                f"cannot open a connection pool to Postgres at {self.display_dsn}: "
+                f"{_first_line(exc)}") from exc
+        return pool
+
+    async def open(self) -> None:
+        if self._pool is None:
+            self._pool = await self._new_pool(self._conninfo)
+
+    async def close(self) -> None:
+        await self._close_listener()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def reconnect(self, dsn: str | None = None) -> None:
+        old_display, old_conninfo = self.display_dsn, self._conninfo
+        if dsn is not None:
+            self._set_dsn(dsn)
+        try:
+            pool = await self._new_pool(self._conninfo)
+        except BaseException:
+            self.display_dsn, self._conninfo = old_display, old_conninfo
+            raise
+        old, self._pool = self._pool, pool
+        await self._close_listener()
+        if old is not None:
+            await old.close()
+
+    async def migrate(self) -> list[str]:
+        schema = sql.Identifier(self.schema)
+        applied_now: list[str] = []
+        async with self._connection() as conn, conn.transaction():
+            await conn.execute(Q["migration_lock"], {"key": f"taskq-migrate:{self.schema}"})
+            await conn.execute(sql.SQL(Q["create_schema"]).format(schema=schema))
+            await conn.execute(sql.SQL(Q["use_schema"]).format(schema=schema))
+            await conn.execute(Q["create_migrations_table"])
+            cur = await conn.execute(Q["applied_migrations"])
+            done = {row[0] for row in await cur.fetchall()}
+            for migration in MIGRATIONS:
+                if migration.version in done:
+                    continue
+                await conn.execute(migration.sql)
+                await conn.execute(Q["record_migration"], {"version": migration.version})
+                applied_now.append(migration.version)
+        if applied_now:
+            log.info("store.migrated", dsn=self.display_dsn, schema=self.schema,
+                     versions=applied_now)
+        return applied_now
+
+    async def check_schema(self) -> None:
+        rows = await self._fetchall("applied_migrations")
+        missing = [m.version for m in MIGRATIONS if m.version not in {r[0] for r in rows}]
+        if missing:
+            raise SchemaNotMigrated(
+                f"schema {self.schema!r} at {self.display_dsn} lacks migrations "
+                f"{', '.join(missing)}: run `taskq migrate`")
+
+    async def ping(self) -> None:
+        await self._fetchone("ping")
+
+    async def now(self) -> datetime:
+        (value,) = await self._fetchone("now")
+        return value.astimezone(UTC)
+
+    # -- producers -----------------------------------------------------------------------
+    async def enqueue(self, specs: Sequence[JobSpec]) -> list[UUID]:
+        if not specs:
+            return []
+        if len(specs) == 1:
+            (s,) = specs
+            params: dict[str, Any] = {
+                "id": s.id, "actor": s.actor, "queue": s.queue, "args": s.args_json,
+                "kwargs": s.kwargs_json, "priority": s.priority, "run_at": s.run_at,
+                "max_attempts": s.max_attempts, "max_crashes": s.max_crashes,
+                "idempotent": s.idempotent}
+            name = "enqueue_one"
+        else:
+            params = {
+                "ids": [s.id for s in specs], "actors": [s.actor for s in specs],
+                "queues": [s.queue for s in specs], "args": [s.args_json for s in specs],
+                "kwargs": [s.kwargs_json for s in specs],
+                "priorities": [s.priority for s in specs],
+                "run_ats": [s.run_at for s in specs],
+                "max_attempts": [s.max_attempts for s in specs],
+                "max_crashes": [s.max_crashes for s in specs],
+                "idempotent": [s.idempotent for s in specs]}
+            name = "enqueue"
+        async with self._connection() as conn:
+            await conn.execute(Q[name], params)
+        return [s.id for s in specs]
+
+    async def get_job(self, job_id: UUID) -> Job | None:
+        row = await self._fetchone("get_job", {"id": job_id})
+        return _job(row) if row else None
+
+    async def list_jobs(self, *, state: str | None = None, queue: str | None = None,
+                        limit: int = 100) -> list[Job]:
+        rows = await self._fetchall("list_jobs", {"state": state, "queue": queue,
+                                                  "limit": limit})
+        return [_job(r) for r in rows]
+
+    async def stats(self) -> dict[str, int]:
+        counts = dict.fromkeys(ALL_STATES, 0)
+        for state, count in await self._fetchall("stats"):
+            counts[state] = count
+        return counts
+
+    async def retry_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
+        if not job_ids:
+            return []
+        rows = await self._fetchall("retry_jobs", {"ids": list(job_ids),
+                                                   "channel": self.channel})
+        return [r[0] for r in rows]
+
+    async def retry_all_dead(self) -> int:
+        row = await self._fetchone("retry_all_dead", {"channel": self.channel})
+        return row[0]
+
+    async def cancel_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
+        if not job_ids:
+            return []
+        rows = await self._fetchall("cancel_jobs", {"ids": list(job_ids)})
+        return [r[0] for r in rows]
+
+    async def actor_configs(self) -> dict[str, ActorConfig]:
+        rows = await self._fetchall("actor_configs")
+        return {
+            r[0]: ActorConfig(name=r[0], queue=r[1], max_attempts=r[2], max_crashes=r[3],
+                              idempotent=r[4], cpu_bound=r[5], timeout=r[6], extra=r[7] or {})
+            for r in rows}
+
+    async def sync_actor_configs(self, configs: Sequence[ActorConfig], *,
+                                 force: bool) -> list[str]:
+        differences = config_differences(await self.actor_configs(), configs)
+        if (differences and not force) or not configs:
+            return differences
+        async with self._connection() as conn:
+            await conn.execute(Q["upsert_actor_configs"], {
+                "names": [c.name for c in configs], "queues": [c.queue for c in configs],
+                "max_attempts": [c.max_attempts for c in configs],
+                "max_crashes": [c.max_crashes for c in configs],
+                "idempotent": [c.idempotent for c in configs],
+                "cpu_bound": [c.cpu_bound for c in configs],
+                "timeouts": [c.timeout for c in configs],
+                "extras": [json.dumps(c.extra) for c in configs]})
+        return differences
+
+    # -- workers -------------------------------------------------------------------------
+    async def register_worker(self, info: WorkerInfo) -> None:
+        async with self._connection() as conn:
+            await conn.execute(Q["register_worker"], {
+                "id": info.id, "workgroup_instance": info.workgroup_instance,
+                "worker_label": info.worker_label, "pid": info.pid,
+                "hostname": info.hostname, "queues": list(info.queues),
+                "started_at": info.started_at})
+
+    async def unregister_worker(self, worker_id: UUID) -> None:
+        async with self._connection() as conn:
+            await conn.execute(Q["unregister_worker"], {"id": worker_id})
+
+    async def list_workers(self) -> list[WorkerInfo]:
+        return [_worker(r) for r in await self._fetchall("list_workers")]
+
+    async def find_worker(self, workgroup_instance: UUID,
+                          worker_label: str) -> WorkerInfo | None:
+        row = await self._fetchone("find_worker", {"workgroup_instance": workgroup_instance,
+                                                   "worker_label": worker_label})
+        return _worker(row) if row else None
+
+    async def heartbeat(self, worker_id: UUID, lease_seconds: float) -> int:
+        row = await self._fetchone("heartbeat", {"worker_id": worker_id,
+                                                 "lease": float(lease_seconds)})
+        return row[0]
+
+    async def claim(self, worker_id: UUID, queues: Sequence[str], limit: int,
+                    lease_seconds: float, exclude_actors: Sequence[str] = ()) -> list[ClaimedJob]:
+        if limit < 1 or not queues:
+            return []
+        rows = await self._fetchall("claim", {
+            "worker_id": worker_id, "queues": list(queues), "limit": limit,
+            "lease": float(lease_seconds), "exclude_actors": list(exclude_actors)})
+        rows.sort(key=lambda r: (r[10], r[11], r[0]))
+        return [ClaimedJob(id=r[0], actor=r[1], queue=r[2], args_json=r[3], kwargs_json=r[4],
+                           attempt=r[5], max_attempts=r[6], crash_count=r[7],
+                           max_crashes=r[8], idempotent=r[9]) for r in rows]
+
+    async def complete(self, worker_id: UUID, outcomes: Sequence[Outcome]) -> int:
+        if not outcomes:
+            return 0
+        row = await self._fetchone("complete", {
+            "worker_id": worker_id, "channel": self.channel,
+            "ids": [o.job_id for o in outcomes], "attempts": [o.attempt for o in outcomes],
+            "kinds": [str(o.kind) for o in outcomes],
+            "results": [o.result_json for o in outcomes],
+            "errors": [o.error for o in outcomes],
+            "delays": [float(o.retry_delay) for o in outcomes],
+            "reasons": [o.dead_reason for o in outcomes]})
+        return row[0]
+
+    async def give_back(self, worker_id: UUID, jobs: Sequence[tuple[UUID, int]]) -> int:
+        if not jobs:
+            return 0
+        row = await self._fetchone("give_back", {
+            "worker_id": worker_id, "channel": self.channel,
+            "ids": [j[0] for j in jobs], "attempts": [j[1] for j in jobs]})
+        return row[0]
+
+    async def rescue_worker(self, worker_id: UUID, cause: str) -> list[RescuedJob]:
+        return _rescued(await self._fetchall("rescue_worker", {
+            "worker_id": worker_id, "cause": cause, "channel": self.channel}))
+
+    async def rescue_expired(self, cause: str) -> list[RescuedJob]:
+        return _rescued(await self._fetchall("rescue_expired", {
+            "cause": cause, "channel": self.channel,
+            "lock_key": f"taskq-sweep:{self.schema}"}))
+
+    async def prune(self, *, succeeded_before: datetime, workers_before: datetime,
+                    batch: int = 1000) -> tuple[int, int]:
+        jobs_deleted = 0
+        async with self._connection() as conn:
+            while True:
+                cur = await conn.execute(Q["prune_succeeded"], {"before": succeeded_before,
+                                                                "batch": batch})
+                jobs_deleted += cur.rowcount
+                if cur.rowcount < batch:
+                    break
+            cur = await conn.execute(Q["prune_workers"], {"before": workers_before})
+            return jobs_deleted, cur.rowcount
+
+    # -- waking --------------------------------------------------------------------------
+    async def _listening(self) -> psycopg.AsyncConnection:
+        async with self._listener_lock:
+            if self._listener is None or self._listener.closed:
+                conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+                try:
+                    await conn.execute(
+                        sql.SQL(Q["listen"]).format(channel=sql.Identifier(self.channel)))
+                except BaseException:
+                    await conn.close()
+                    raise
+                self._listener = conn
+            return self._listener
+
+    async def _close_listener(self) -> None:
+        async with self._listener_lock:
+            conn, self._listener = self._listener, None
+        if conn is not None:
+            await conn.close()
+
+    async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        wanted = set(queues)
+        try:
+            conn = await self._listening()
+            async with aclosing(conn.notifies(timeout=max(0.0, timeout))) as notifies:
+                async for notify in notifies:
+                    if notify.payload in wanted:
+                        return True
+            return False
+        except psycopg.Error as exc:
+            log.warning("store.listen_failed", dsn=self.display_dsn, error=_first_line(exc))
+            await self._close_listener()
+            await asyncio.sleep(max(0.0, deadline - time.monotonic()))
+            return False

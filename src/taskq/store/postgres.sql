@@ -1,0 +1,331 @@
+-- Every statement the Postgres store sends. Connections run with search_path set to
+-- the taskq schema, so no name carries a schema prefix. Parameters are psycopg's
+-- %(name)s; {schema} and {channel} are identifiers filled in with psycopg.sql.
+-- Re-queued due jobs are announced with pg_notify(%(channel)s, queue) in the same
+-- statement; inserts are announced by the jobs_notify_enqueued trigger.
+
+-- name: create_schema
+-- description: Create the taskq schema (migrate, under the migration lock).
+CREATE SCHEMA IF NOT EXISTS {schema};
+
+-- name: use_schema
+-- description: Point this migration transaction at the taskq schema.
+SET LOCAL search_path = {schema};
+
+-- name: migration_lock
+-- description: Serialise concurrent `taskq migrate` runs until the transaction ends.
+SELECT pg_advisory_xact_lock(hashtext(%(key)s));
+
+-- name: create_migrations_table
+-- description: The record of applied migrations.
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    text        PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- name: applied_migrations
+-- description: Versions already applied, in order.
+SELECT version FROM schema_migrations ORDER BY version;
+
+-- name: record_migration
+-- description: Mark one migration as applied.
+INSERT INTO schema_migrations (version) VALUES (%(version)s);
+
+-- name: listen
+-- description: Subscribe the listener connection to enqueue notifications.
+LISTEN {channel};
+
+-- name: ping
+-- description: The cheapest round trip.
+SELECT 1;
+
+-- name: now
+-- description: The database clock.
+SELECT now();
+
+-- name: enqueue
+-- description: Insert a batch of jobs from parallel arrays in one statement.
+INSERT INTO jobs (id, actor, queue, args, kwargs, priority, run_at,
+                  max_attempts, max_crashes, idempotent)
+SELECT v.id, v.actor, v.queue, v.args::json, v.kwargs::json, v.priority,
+       coalesce(v.run_at, now()), v.max_attempts, v.max_crashes, v.idempotent
+FROM unnest(%(ids)s::uuid[], %(actors)s::text[], %(queues)s::text[], %(args)s::text[],
+            %(kwargs)s::text[], %(priorities)s::int[], %(run_ats)s::timestamptz[],
+            %(max_attempts)s::int[], %(max_crashes)s::int[], %(idempotent)s::bool[])
+     AS v(id, actor, queue, args, kwargs, priority, run_at, max_attempts, max_crashes,
+          idempotent);
+
+-- name: enqueue_one
+-- description: Insert one job (single enqueue: one prepared round trip).
+INSERT INTO jobs (id, actor, queue, args, kwargs, priority, run_at,
+                  max_attempts, max_crashes, idempotent)
+VALUES (%(id)s, %(actor)s, %(queue)s, %(args)s::json, %(kwargs)s::json, %(priority)s,
+        coalesce(%(run_at)s::timestamptz, now()), %(max_attempts)s, %(max_crashes)s,
+        %(idempotent)s);
+
+-- name: get_job
+-- description: One job by id.
+SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
+       crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
+       worker_id, lease_expires_at, last_error, dead_reason, result::text
+FROM jobs WHERE id = %(id)s;
+
+-- name: list_jobs
+-- description: Jobs newest first (UUIDv7 ids are time-ordered), optionally by state/queue.
+SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
+       crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
+       worker_id, lease_expires_at, last_error, dead_reason, result::text
+FROM jobs
+WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: stats
+-- description: Number of jobs per state (states without jobs are absent).
+SELECT state, count(*) FROM jobs GROUP BY state;
+
+-- name: retry_jobs
+-- description: Dead or cancelled jobs back to queued now, counters reset, error kept.
+WITH moved AS (
+    UPDATE jobs
+    SET state = 'queued', attempt = 0, crash_count = 0, dead_reason = NULL, run_at = now(),
+        started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
+    WHERE id = ANY(%(ids)s::uuid[]) AND state IN ('dead', 'cancelled')
+    RETURNING id, queue
+)
+SELECT id,
+       (SELECT count(pg_notify(%(channel)s, q.queue))
+        FROM (SELECT DISTINCT queue FROM moved) AS q) AS notified
+FROM moved;
+
+-- name: retry_all_dead
+-- description: Every dead job back to queued now; returns how many moved.
+WITH moved AS (
+    UPDATE jobs
+    SET state = 'queued', attempt = 0, crash_count = 0, dead_reason = NULL, run_at = now(),
+        started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
+    WHERE state = 'dead'
+    RETURNING queue
+)
+SELECT count(*),
+       (SELECT count(pg_notify(%(channel)s, q.queue))
+        FROM (SELECT DISTINCT queue FROM moved) AS q) AS notified
+FROM moved;
+
+-- name: cancel_jobs
+-- description: Queued jobs to cancelled.
+UPDATE jobs SET state = 'cancelled', finished_at = now()
+WHERE id = ANY(%(ids)s::uuid[]) AND state = 'queued'
+RETURNING id;
+
+-- name: actor_configs
+-- description: Every recorded actor configuration.
+SELECT name, queue, max_attempts, max_crashes, idempotent, cpu_bound, timeout, extra
+FROM actors ORDER BY name;
+
+-- name: upsert_actor_configs
+-- description: Record a batch of actor configurations (insert or overwrite).
+INSERT INTO actors AS a (name, queue, max_attempts, max_crashes, idempotent, cpu_bound,
+                         timeout, extra, updated_at)
+SELECT v.name, v.queue, v.max_attempts, v.max_crashes, v.idempotent, v.cpu_bound,
+       v.timeout, v.extra::json, now()
+FROM unnest(%(names)s::text[], %(queues)s::text[], %(max_attempts)s::int[],
+            %(max_crashes)s::int[], %(idempotent)s::bool[], %(cpu_bound)s::bool[],
+            %(timeouts)s::float8[], %(extras)s::text[])
+     AS v(name, queue, max_attempts, max_crashes, idempotent, cpu_bound, timeout, extra)
+ON CONFLICT (name) DO UPDATE
+SET queue = excluded.queue, max_attempts = excluded.max_attempts,
+    max_crashes = excluded.max_crashes, idempotent = excluded.idempotent,
+    cpu_bound = excluded.cpu_bound, timeout = excluded.timeout, extra = excluded.extra,
+    updated_at = excluded.updated_at;
+
+-- name: register_worker
+-- description: Insert (or refresh) a worker's row.
+INSERT INTO workers (id, workgroup_instance, worker_label, pid, hostname, queues,
+                     started_at, last_seen_at)
+VALUES (%(id)s, %(workgroup_instance)s, %(worker_label)s, %(pid)s, %(hostname)s,
+        %(queues)s::text[], coalesce(%(started_at)s::timestamptz, now()), now())
+ON CONFLICT (id) DO UPDATE
+SET workgroup_instance = excluded.workgroup_instance, worker_label = excluded.worker_label,
+    pid = excluded.pid, hostname = excluded.hostname, queues = excluded.queues,
+    last_seen_at = excluded.last_seen_at;
+
+-- name: unregister_worker
+-- description: Remove a worker's row (clean exit).
+DELETE FROM workers WHERE id = %(id)s;
+
+-- name: list_workers
+-- description: Every worker row, oldest first.
+SELECT id, pid, hostname, queues, worker_label, workgroup_instance, started_at, last_seen_at
+FROM workers ORDER BY started_at, id;
+
+-- name: find_worker
+-- description: The newest row for (workgroup instance, label): the workgroup's health check.
+SELECT id, pid, hostname, queues, worker_label, workgroup_instance, started_at, last_seen_at
+FROM workers
+WHERE workgroup_instance = %(workgroup_instance)s AND worker_label = %(worker_label)s
+ORDER BY last_seen_at DESC
+LIMIT 1;
+
+-- name: heartbeat
+-- description: Touch the worker row and extend the leases of its running jobs.
+WITH seen AS (
+    UPDATE workers SET last_seen_at = now() WHERE id = %(worker_id)s
+), extended AS (
+    UPDATE jobs SET lease_expires_at = now() + make_interval(secs => %(lease)s::float8)
+    WHERE worker_id = %(worker_id)s AND state = 'running'
+    RETURNING 1
+)
+SELECT count(*) FROM extended;
+
+-- name: claim
+-- description: Claim up to n due queued jobs in (priority, run_at, id) order, skipping locked rows.
+WITH picked AS (
+    SELECT id FROM jobs
+    WHERE state = 'queued'
+      AND queue = ANY(%(queues)s::text[])
+      AND run_at <= now()
+      AND actor <> ALL(%(exclude_actors)s::text[])
+    ORDER BY priority, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE jobs
+SET state = 'running', attempt = jobs.attempt + 1, worker_id = %(worker_id)s,
+    lease_expires_at = now() + make_interval(secs => %(lease)s::float8), started_at = now()
+FROM picked
+WHERE jobs.id = picked.id
+RETURNING jobs.id, jobs.actor, jobs.queue, jobs.args::text, jobs.kwargs::text, jobs.attempt,
+          jobs.max_attempts, jobs.crash_count, jobs.max_crashes, jobs.idempotent,
+          jobs.priority, jobs.run_at;
+
+-- name: complete
+-- description: Write a batch of run outcomes, each fenced by (id, attempt, worker, running).
+WITH outcome AS (
+    SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::int[], %(kinds)s::text[],
+                         %(results)s::text[], %(errors)s::text[], %(delays)s::float8[],
+                         %(reasons)s::text[])
+        AS o(id, attempt, kind, result, error, delay, reason)
+), verdict AS (
+    SELECT o.*,
+           CASE o.kind
+               WHEN 'retry' THEN 'queued'
+               WHEN 'crashed' THEN CASE c.rule WHEN 'queued' THEN 'queued' ELSE 'dead' END
+               ELSE o.kind
+           END AS next_state,
+           CASE o.kind
+               WHEN 'dead' THEN coalesce(o.reason, 'failed')
+               WHEN 'crashed' THEN nullif(c.rule, 'queued')
+           END AS next_reason
+    FROM outcome o
+    JOIN jobs j ON j.id = o.id
+    CROSS JOIN LATERAL (SELECT crash_outcome(j.crash_count, j.max_crashes, j.idempotent)) AS c(rule)
+), done AS (
+    UPDATE jobs
+    SET state = v.next_state,
+        dead_reason = v.next_reason,
+        crash_count = jobs.crash_count + CASE WHEN v.kind = 'crashed' THEN 1 ELSE 0 END,
+        result = CASE WHEN v.kind = 'succeeded' THEN v.result::json END,
+        last_error = coalesce(v.error, jobs.last_error),
+        run_at = CASE WHEN v.next_state = 'queued'
+                      THEN now() + make_interval(secs => v.delay) ELSE jobs.run_at END,
+        started_at = CASE WHEN v.next_state = 'queued' THEN NULL ELSE jobs.started_at END,
+        finished_at = CASE WHEN v.next_state = 'queued' THEN NULL ELSE now() END,
+        worker_id = CASE WHEN v.next_state = 'queued' THEN NULL ELSE jobs.worker_id END,
+        lease_expires_at = NULL
+    FROM verdict v
+    WHERE jobs.id = v.id AND jobs.attempt = v.attempt AND jobs.worker_id = %(worker_id)s
+      AND jobs.state = 'running'
+    RETURNING jobs.queue, jobs.state, jobs.run_at
+)
+SELECT count(*),
+       (SELECT count(pg_notify(%(channel)s, q.queue))
+        FROM (SELECT DISTINCT queue FROM done
+              WHERE state = 'queued' AND run_at <= now()) AS q) AS notified
+FROM done;
+
+-- name: give_back
+-- description: Return claimed jobs to queued without charging the attempt (fenced).
+WITH returned AS (
+    UPDATE jobs
+    SET state = 'queued', attempt = jobs.attempt - 1, worker_id = NULL,
+        lease_expires_at = NULL, started_at = NULL
+    FROM unnest(%(ids)s::uuid[], %(attempts)s::int[]) AS v(id, attempt)
+    WHERE jobs.id = v.id AND jobs.attempt = v.attempt AND jobs.worker_id = %(worker_id)s
+      AND jobs.state = 'running'
+    RETURNING jobs.queue, jobs.run_at
+)
+SELECT count(*),
+       (SELECT count(pg_notify(%(channel)s, q.queue))
+        FROM (SELECT DISTINCT queue FROM returned WHERE run_at <= now()) AS q) AS notified
+FROM returned;
+
+-- name: rescue_worker
+-- description: An observed death: crash rules on that worker's running jobs; drop its row.
+WITH gone AS (
+    DELETE FROM workers WHERE id = %(worker_id)s
+), verdict AS (
+    SELECT id, crash_outcome(crash_count, max_crashes, idempotent) AS rule
+    FROM jobs WHERE worker_id = %(worker_id)s AND state = 'running'
+), rescued AS (
+    UPDATE jobs
+    SET crash_count = jobs.crash_count + 1,
+        state = CASE v.rule WHEN 'queued' THEN 'queued' ELSE 'dead' END,
+        dead_reason = nullif(v.rule, 'queued'),
+        last_error = %(cause)s,
+        run_at = CASE v.rule WHEN 'queued' THEN now() ELSE jobs.run_at END,
+        started_at = CASE v.rule WHEN 'queued' THEN NULL ELSE jobs.started_at END,
+        finished_at = CASE v.rule WHEN 'queued' THEN NULL ELSE now() END,
+        worker_id = CASE v.rule WHEN 'queued' THEN NULL ELSE jobs.worker_id END,
+        lease_expires_at = NULL
+    FROM verdict v
+    WHERE jobs.id = v.id AND jobs.worker_id = %(worker_id)s AND jobs.state = 'running'
+    RETURNING jobs.id, jobs.actor, jobs.state, jobs.dead_reason, jobs.crash_count, jobs.queue
+)
+SELECT id, actor, state, dead_reason, crash_count,
+       (SELECT count(pg_notify(%(channel)s, q.queue))
+        FROM (SELECT DISTINCT queue FROM rescued WHERE state = 'queued') AS q) AS notified
+FROM rescued;
+
+-- name: rescue_expired
+-- description: Crash rules on running jobs whose lease expired; one sweeper at a time.
+WITH sweeper AS (
+    SELECT pg_try_advisory_xact_lock(hashtext(%(lock_key)s)) AS got
+), verdict AS (
+    SELECT j.id, j.worker_id, crash_outcome(j.crash_count, j.max_crashes, j.idempotent) AS rule
+    FROM jobs j, sweeper
+    WHERE sweeper.got AND j.state = 'running' AND j.lease_expires_at < now()
+), rescued AS (
+    UPDATE jobs
+    SET crash_count = jobs.crash_count + 1,
+        state = CASE v.rule WHEN 'queued' THEN 'queued' ELSE 'dead' END,
+        dead_reason = nullif(v.rule, 'queued'),
+        last_error = %(cause)s || ': worker ' || v.worker_id::text || ' lease expired',
+        run_at = CASE v.rule WHEN 'queued' THEN now() ELSE jobs.run_at END,
+        started_at = CASE v.rule WHEN 'queued' THEN NULL ELSE jobs.started_at END,
+        finished_at = CASE v.rule WHEN 'queued' THEN NULL ELSE now() END,
+        worker_id = CASE v.rule WHEN 'queued' THEN NULL ELSE jobs.worker_id END,
+        lease_expires_at = NULL
+    FROM verdict v
+    WHERE jobs.id = v.id AND jobs.worker_id = v.worker_id AND jobs.state = 'running'
+      AND jobs.lease_expires_at < now()
+    RETURNING jobs.id, jobs.actor, jobs.state, jobs.dead_reason, jobs.crash_count, jobs.queue
+)
+SELECT id, actor, state, dead_reason, crash_count,
+       (SELECT count(pg_notify(%(channel)s, q.queue))
+        FROM (SELECT DISTINCT queue FROM rescued WHERE state = 'queued') AS q) AS notified
+FROM rescued;
+
+-- name: prune_succeeded
+-- description: Delete one batch of succeeded jobs finished before a time.
+DELETE FROM jobs
+WHERE id IN (SELECT id FROM jobs
+             WHERE state = 'succeeded' AND finished_at < %(before)s
+             LIMIT %(batch)s);
+
+-- name: prune_workers
+-- description: Delete worker rows not seen since a time that hold no running job.
+DELETE FROM workers w
+WHERE w.last_seen_at < %(before)s
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.worker_id = w.id AND j.state = 'running');

@@ -1,0 +1,97 @@
+"""SQL kept in files: named query blocks and numbered migrations.
+
+A query file holds blocks like this (procrastinate's layout)::
+
+    -- name: claim
+    -- description: Claim up to n due queued jobs for one worker.
+    WITH picked AS (...)
+    UPDATE jobs SET ...;
+
+Each block starts with ``-- name: <identifier>``, is followed by exactly one
+``-- description: <one line>``, and runs until the next ``-- name:`` line. The
+trailing ``;`` is dropped. Files are read once, at import of the engine module.
+
+Migrations are ``migrations/<engine>/NNNN_what.sql``; their version is the file stem
+and they apply in name order.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+_HERE = Path(__file__).parent
+_NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$")
+_DESCRIPTION = re.compile(r"^--\s*description:\s*(\S.*)$")
+_MIGRATION = re.compile(r"^\d{4}_[a-z0-9_]+\.sql$")
+
+
+class SqlFileError(Exception):
+    """A malformed .sql file shipped with taskq (a packaging bug, not a user error)."""
+
+
+def parse_queries(text: str, *, source: str = "<sql>") -> dict[str, str]:
+    """Named blocks of ``text`` as ``{name: statement}``."""
+    queries: dict[str, str] = {}
+    name: str | None = None
+    described = False
+    body: list[str] = []
+
+    def finish(lineno: int) -> None:
+        if name is None:
+            return
+        if not described:
+            raise SqlFileError(f"{source}:{lineno}: query {name!r} has no '-- description:' line")
+        statement = "\n".join(body).strip().rstrip(";").strip()
+        if not statement:
+            raise SqlFileError(f"{source}:{lineno}: query {name!r} is empty")
+        queries[name] = statement
+
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        match = _NAME.match(line)
+        if match:
+            finish(lineno)
+            name, described, body = match.group(1), False, []
+            if name in queries:
+                raise SqlFileError(f"{source}:{lineno}: query {name!r} defined twice")
+            continue
+        if name is None:
+            if line.strip() and not line.lstrip().startswith("--"):
+                raise SqlFileError(f"{source}:{lineno}: SQL outside a named block")
+            continue
+        if not described and not body:
+            if not _DESCRIPTION.match(line):
+                raise SqlFileError(
+                    f"{source}:{lineno}: '-- name: {name}' must be followed by '-- description:'"
+                )
+            described = True
+            continue
+        body.append(line)
+    finish(len(text.splitlines()) + 1)
+    return queries
+
+
+def load_queries(filename: str) -> dict[str, str]:
+    """The named blocks of ``store/<filename>``."""
+    path = _HERE / filename
+    return parse_queries(path.read_text(encoding="utf-8"), source=str(path))
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: str  # the file stem, e.g. "0001_initial"
+    sql: str
+
+
+def load_migrations(engine: str) -> tuple[Migration, ...]:
+    """The numbered migrations of ``store/migrations/<engine>/``, in order."""
+    folder = _HERE / "migrations" / engine
+    migrations = []
+    for path in sorted(folder.glob("*.sql")):
+        if not _MIGRATION.match(path.name):
+            raise SqlFileError(f"{path}: migration names look like 0001_what.sql")
+        migrations.append(Migration(path.stem, path.read_text(encoding="utf-8")))
+    if not migrations:
+        raise SqlFileError(f"{folder}: no migrations")
+    return tuple(migrations)
