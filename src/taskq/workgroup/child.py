@@ -1,0 +1,188 @@
+"""One supervised child: its command line, its process, its state and how it ended.
+
+A child is a real ``python -m taskq worker`` process started in its own process group
+(so a terminal's Ctrl-C reaches it once, through the supervisor), with its stdout and
+stderr on pipes that the pumps drain. The ``Child`` object outlives its processes: it
+keeps the restart policy, the restart count and the last exit cause across incarnations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import os
+import signal
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from uuid import UUID
+
+from ..restart import RestartPolicy
+from .config import SupervisorConfig, WorkerSpec, health_socket_path
+
+#: the bounded read of the pumps: a longer line is forwarded in pieces this big
+PIPE_LIMIT = 64 * 1024
+
+
+class ChildState(enum.StrEnum):
+    STARTING = "starting"  # not spawned yet
+    RUNNING = "running"
+    STOPPING = "stopping"  # SIGTERM sent (shutdown or unhealthy)
+    BACKOFF = "backoff"  # dead, waiting for its restart
+    LATCHED = "latched"  # burst limit exceeded: never restarted
+    STOPPED = "stopped"  # supervisor shut down
+
+
+def describe_exit(returncode: int) -> str:
+    """``killed by SIGKILL`` / ``exited with code 3`` / ``exited cleanly (code 0)``."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    if returncode == 0:
+        return "exited cleanly (code 0)"
+    return f"exited with code {returncode}"
+
+
+def exit_fields(returncode: int) -> dict[str, object]:
+    """``exit_signal`` or ``exit_code`` for a log line."""
+    if returncode < 0:
+        try:
+            return {"exit_signal": signal.Signals(-returncode).name}
+        except ValueError:
+            return {"exit_signal": -returncode}
+    return {"exit_code": returncode}
+
+
+@dataclass(frozen=True, slots=True)
+class ChildCommand:
+    """How to start one child: argv and environment."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    socket_path: str
+
+
+def build_command(
+    spec: WorkerSpec,
+    *,
+    actors: str,
+    instance: UUID,
+    supervisor: SupervisorConfig,
+    executable: str | None = None,
+    base_env: Mapping[str, str] | None = None,
+) -> ChildCommand:
+    socket_path = health_socket_path(instance, spec.name)
+    argv = [
+        executable or sys.executable, "-m", "taskq", "worker",
+        "--actors", actors,
+        "--worker-label", spec.name,
+        "--workgroup-instance", str(instance),
+        "--health-socket-path", socket_path,
+        "--queues", ",".join(spec.queues),
+        "--max-concurrency", str(spec.max_concurrency),
+        "--poll-interval", repr(spec.poll_interval),
+        "--worker-group", spec.worker_group,
+        "--heartbeat-interval", repr(spec.heartbeat_interval),
+        "--shutdown-grace", repr(supervisor.child_shutdown_grace),
+    ]
+    if spec.force_update_actor_config:
+        argv.append("--force-update-actor-config")
+    env = dict(os.environ if base_env is None else base_env)
+    env["TASKQ_LOG_FORMAT"] = "json"  # the pumps parse it and re-emit in our format
+    env["PYTHONUNBUFFERED"] = "1"  # a crash never strands output in a buffer
+    return ChildCommand(tuple(argv), env, socket_path)
+
+
+class Child:
+    """The supervisor's record of one ``[[workers]]`` entry across its incarnations."""
+
+    def __init__(self, spec: WorkerSpec, command: ChildCommand, policy: RestartPolicy) -> None:
+        self.spec = spec
+        self.command = command
+        self.policy = policy
+        self.state = ChildState.STARTING
+        self.process: asyncio.subprocess.Process | None = None
+        self.pid: int | None = None
+        self.started_at: float | None = None  # monotonic
+        self.restarts = 0
+        self.last_exit_cause: str | None = None
+        self.last_restart_reason: str | None = None
+        self.unhealthy_reason: str | None = None  # set when the health check kills it
+        self.healthy_once = False
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.returncode is None
+
+    @property
+    def latched(self) -> bool:
+        return self.state is ChildState.LATCHED
+
+    async def spawn(self) -> asyncio.subprocess.Process:
+        """Start a fresh process; raises ``OSError`` when it cannot be started at all."""
+        try:
+            os.unlink(self.command.socket_path)  # a SIGKILLed predecessor's socket
+        except FileNotFoundError:
+            pass
+        except OSError:
+            pass  # the child reports it if the path is really unusable
+        process = await asyncio.create_subprocess_exec(
+            *self.command.argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self.command.env,
+            process_group=0,
+            limit=PIPE_LIMIT,
+        )
+        self.process = process
+        self.pid = process.pid
+        self.started_at = time.monotonic()
+        self.unhealthy_reason = None
+        self.healthy_once = False
+        self.state = ChildState.RUNNING
+        return process
+
+    def send(self, sig: signal.Signals) -> bool:
+        """Signal the worker process itself; False if it is already gone."""
+        if not self.alive or self.pid is None:
+            return False
+        try:
+            os.kill(self.pid, sig)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def kill_group(self) -> None:
+        """SIGKILL the child's whole process group (the worker and anything it started)."""
+        if self.pid is None:
+            return
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def status(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "pid": self.pid if self.alive else None,
+            "state": self.state.value,
+            "restarts": self.restarts,
+            "last_exit_cause": self.last_exit_cause,
+            "last_restart_reason": self.last_restart_reason,
+            "latched": self.latched,
+            "queues": list(self.spec.queues),
+            "health_socket_path": self.command.socket_path,
+            "uptime_seconds": (
+                round(time.monotonic() - self.started_at, 3)
+                if self.alive and self.started_at is not None else None
+            ),
+        }

@@ -1,0 +1,449 @@
+"""The workgroup supervisor: N child workers, one asyncio loop, every task owned.
+
+Per child, one lifecycle task loops: spawn -> run (pumps, optional health watch) -> the
+process ends -> its pipes are drained to EOF -> its running jobs are rescued at once ->
+the restart policy answers "after this delay" or "give up" (latched). Nothing blocks:
+backoff waits are ``asyncio`` waits that a stop request interrupts, so signals and HTTP
+are served while a child crash-loops.
+
+Shutdown (``request_stop()``, SIGTERM, SIGINT): SIGTERM to every living child, wait up to
+``shutdown_grace`` for them, SIGKILL the process groups of the rest, rescue what they
+left running, close HTTP and the store. A second stop request kills at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from .. import metrics
+from ..exceptions import TaskqError
+from ..ids import uuid7
+from ..logs import get_logger
+from ..restart import RestartPolicy
+from ..store import Store, create_store
+from . import health
+from .child import PIPE_LIMIT, Child, ChildState, build_command, describe_exit, exit_fields
+from .config import WorkgroupConfig
+from .http import StatusServer
+from .pumps import pump
+
+log = get_logger(__name__)
+
+#: after an unhealthy child got SIGTERM, how long before SIGKILL
+UNHEALTHY_KILL_GRACE = 5.0
+#: after a child exited, how long its pipes may take to reach EOF (a grandchild holding
+#: them open is killed with the group first, so this is only a safety net)
+PUMP_DRAIN_TIMEOUT = 5.0
+#: one store call of the rescue path
+STORE_CALL_TIMEOUT = 10.0
+
+
+class WorkgroupStartError(TaskqError):
+    """the workgroup could not start."""
+
+
+@dataclass(frozen=True, slots=True)
+class SupervisionEvent:
+    """Something the supervisor did or saw, for ``on_event`` hooks (``taskq demo``)."""
+
+    kind: str  # see Supervisor's docstring for the kinds
+    worker: str | None
+    fields: dict[str, Any] = field(default_factory=dict)
+    at: float = field(default_factory=time.time)
+
+
+class Supervisor:
+    """Supervise the children of one workgroup config. See ``taskq.workgroup``."""
+
+    def __init__(
+        self,
+        config: WorkgroupConfig,
+        *,
+        instance: UUID | None = None,
+        on_event: Callable[[SupervisionEvent], None] | None = None,
+        executable: str | None = None,
+        env: Mapping[str, str] | None = None,
+        http_host: str = "0.0.0.0",
+        unhealthy_kill_grace: float = UNHEALTHY_KILL_GRACE,
+    ) -> None:
+        self.config = config
+        self.instance = instance or uuid7()
+        self._on_event = on_event
+        self._http_host = http_host
+        self._unhealthy_kill_grace = unhealthy_kill_grace
+        sup = config.supervisor
+        self.children = [
+            Child(
+                spec,
+                build_command(spec, actors=config.actors, instance=self.instance,
+                              supervisor=sup, executable=executable, base_env=env),
+                RestartPolicy(initial=sup.backoff_initial, factor=sup.backoff_factor,
+                              maximum=sup.backoff_max, burst_limit=sup.burst_limit,
+                              burst_window=sup.burst_window),
+            )
+            for spec in config.workers
+        ]
+        self.store: Store | None = None
+        self._http = StatusServer(status=self.status, ready=self.readiness)
+        self._stop = asyncio.Event()
+        self._force = asyncio.Event()
+        self._running = False
+
+    # -- public ---------------------------------------------------------------------------
+
+    @property
+    def http_port(self) -> int | None:
+        return self._http.port
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def request_stop(self, *, force: bool = False) -> None:
+        """Begin the graceful shutdown; a second call (or ``force``) kills at once."""
+        if self._stop.is_set() or force:
+            self._force.set()
+        self._stop.set()
+
+    def reload(self) -> int:
+        """Forward SIGHUP to every living child; return how many got it."""
+        if self.stopping:
+            log.info("workgroup-reload-ignored", reason="shutting down")
+            return 0
+        sent, skipped = [], []
+        for child in self.children:
+            if child.state is ChildState.RUNNING and child.send(signal.SIGHUP):
+                sent.append(child.name)
+            else:
+                skipped.append(child.name)
+        log.info("workgroup-reload-signal", children=len(sent), workers=sent, skipped=skipped)
+        self._emit("reload_signal", None, children=len(sent), workers=sent, skipped=skipped)
+        return len(sent)
+
+    def readiness(self) -> tuple[bool, str]:
+        if self.stopping:
+            return False, "shutting down"
+        latched = [c.name for c in self.children if c.latched]
+        if latched:
+            return False, "latched (burst limit exceeded): " + ", ".join(latched)
+        return True, "ready"
+
+    def status(self) -> dict[str, Any]:
+        ready, why = self.readiness()
+        return {
+            "instance": str(self.instance),
+            "pid": os.getpid(),
+            "state": "stopping" if self.stopping else ("running" if self._running else "idle"),
+            "ready": ready,
+            "ready_reason": why,
+            "children": [c.status() for c in self.children],
+        }
+
+    async def run(self, *, install_signal_handlers: bool = False) -> int:
+        """Supervise until a stop request; return 0. Raises ``WorkgroupStartError`` when the
+        health-check store or the HTTP port cannot be set up."""
+        if self._running:
+            raise RuntimeError("this Supervisor is already running")
+        self._running = True
+        loop = asyncio.get_running_loop()
+        handled: list[signal.Signals] = []
+        try:
+            await self._open_store(required=self.config.health_enabled)
+            if self.config.supervisor.http_port is not None:
+                try:
+                    port = await self._http.start(self.config.supervisor.http_port,
+                                                  self._http_host)
+                except OSError as exc:
+                    raise WorkgroupStartError(
+                        f"cannot serve HTTP on port {self.config.supervisor.http_port}: "
+                        f"{exc.strerror or exc}"
+                    ) from None
+                log.info("workgroup.http_listening", port=port, host=self._http_host)
+            if install_signal_handlers:
+                handled = self._install_signal_handlers(loop)
+            metrics.workgroup_children_configured.set(len(self.children))
+            self._refresh_gauges()
+            log.info("workgroup.started", instance=str(self.instance), config=self.config.path,
+                     workers=[c.name for c in self.children], pid=os.getpid(),
+                     shutdown_grace=self.config.supervisor.shutdown_grace)
+            self._emit("started", None, instance=str(self.instance))
+            async with asyncio.TaskGroup() as group:
+                lifecycles = [
+                    group.create_task(self._supervise(child), name=f"workgroup-{child.name}")
+                    for child in self.children
+                ]
+                group.create_task(self._shutdown_on_stop(lifecycles), name="workgroup-shutdown")
+        finally:
+            for sig in handled:
+                loop.remove_signal_handler(sig)
+            await self._http.close()
+            if self.store is not None:
+                await self.store.close()
+            for child in self.children:
+                if child.state is not ChildState.LATCHED:
+                    child.state = ChildState.STOPPED
+                try:
+                    os.unlink(child.command.socket_path)
+                except OSError:
+                    pass
+            self._refresh_gauges()
+        log.info("workgroup.stopped", instance=str(self.instance))
+        self._emit("stopped", None)
+        return 0
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _emit(self, kind: str, worker: str | None, **fields: Any) -> None:
+        if self._on_event is None:
+            return
+        try:
+            self._on_event(SupervisionEvent(kind, worker, fields))
+        except Exception:
+            log.exception("workgroup.event_hook_failed", kind=kind)
+
+    def _refresh_gauges(self) -> None:
+        metrics.workgroup_children_alive.set(sum(1 for c in self.children if c.alive))
+        metrics.workgroup_children_latched.set(sum(1 for c in self.children if c.latched))
+
+    def _install_signal_handlers(self, loop: asyncio.AbstractEventLoop) -> list[signal.Signals]:
+        handled = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._on_stop_signal, sig)
+            handled.append(sig)
+        if hasattr(signal, "SIGHUP"):
+            loop.add_signal_handler(signal.SIGHUP, self._on_hangup)
+            handled.append(signal.SIGHUP)
+        return handled
+
+    def _on_stop_signal(self, sig: signal.Signals) -> None:
+        second = self._stop.is_set()
+        log.warning("workgroup.signal_received", signal=sig.name,
+                    action="kill children now" if second else "graceful shutdown")
+        self.request_stop()
+
+    def _on_hangup(self) -> None:
+        self.reload()
+
+    async def _open_store(self, *, required: bool) -> None:
+        sup = self.config.supervisor
+        try:
+            store = create_store(sup.health_pg_dsn, sup.health_pg_schema)
+            await asyncio.wait_for(store.open(), STORE_CALL_TIMEOUT)
+        except (TaskqError, OSError, TimeoutError) as exc:
+            message = exc.message if isinstance(exc, TaskqError) else str(exc) or type(exc).__name__
+            if required:
+                raise WorkgroupStartError(
+                    f"the health-check store could not be opened: {message}"
+                ) from None
+            log.warning("workgroup.store_unavailable", error=message,
+                        detail="dead children's jobs will be rescued by lease expiry")
+            return
+        self.store = store
+        log.info("workgroup.store_opened", dsn=store.display_dsn)
+
+    async def _store_for_rescue(self) -> Store | None:
+        if self.store is None:
+            await self._open_store(required=False)
+        return self.store
+
+    async def _wait_stop(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        except TimeoutError:
+            pass
+
+    async def _supervise(self, child: Child) -> None:
+        """The lifecycle of one child, until shutdown or latch."""
+        while not self.stopping:
+            try:
+                process = await child.spawn()
+            except OSError as exc:
+                reason = "spawn_failed"
+                cause = f"spawn failed: {exc.strerror or exc}"
+                child.last_exit_cause = cause
+                child.state = ChildState.BACKOFF
+                log.error("workgroup.spawn_failed", worker=child.name, error=cause,
+                          argv0=child.command.argv[0])
+            else:
+                self._refresh_gauges()
+                log.info("workgroup.child_started", worker=child.name, pid=process.pid,
+                         restarts=child.restarts)
+                self._emit("child_started", child.name, pid=process.pid, restarts=child.restarts)
+                if self.stopping:  # the stop sweep ran while we were spawning
+                    child.state = ChildState.STOPPING
+                    child.send(signal.SIGTERM)
+                reason, cause = await self._run_incarnation(child, process)
+            if self.stopping:
+                return
+            decision = child.policy.on_failure()
+            if decision.give_up:
+                child.state = ChildState.LATCHED
+                self._refresh_gauges()
+                log.critical("workgroup-burst-limit-exceeded", worker=child.name, reason=reason,
+                             exit_cause=cause, restarts_in_window=decision.recent,
+                             burst_limit=child.policy.burst_limit,
+                             burst_window=child.policy.burst_window,
+                             detail="this child is no longer restarted; restart the workgroup "
+                                    "to try again")
+                self._emit("latched", child.name, reason=reason, exit_cause=cause,
+                           restarts_in_window=decision.recent)
+                return
+            child.restarts += 1
+            child.last_restart_reason = reason
+            child.state = ChildState.BACKOFF
+            metrics.workgroup_child_restarts.labels(worker=child.name, reason=reason).inc()
+            delay = round(decision.delay, 3)
+            log.warning("workgroup.restart_scheduled", worker=child.name, reason=reason,
+                        delay=delay, exit_cause=cause, attempt=decision.attempt,
+                        restarts_in_window=decision.recent)
+            self._emit("restart_scheduled", child.name, reason=reason, delay=delay,
+                       exit_cause=cause, attempt=decision.attempt)
+            await self._wait_stop(decision.delay)
+
+    async def _run_incarnation(self, child: Child, process: asyncio.subprocess.Process,
+                               ) -> tuple[str, str]:
+        """Run one process to its end; return (restart reason, exit cause)."""
+        name, pid = child.name, process.pid
+        assert process.stdout is not None and process.stderr is not None
+        pumps = [
+            asyncio.create_task(pump(process.stdout, worker=name, stream="stdout", pid=pid,
+                                     limit=PIPE_LIMIT), name=f"pump-{name}-stdout"),
+            asyncio.create_task(pump(process.stderr, worker=name, stream="stderr", pid=pid,
+                                     limit=PIPE_LIMIT), name=f"pump-{name}-stderr"),
+        ]
+        exited = asyncio.create_task(process.wait(), name=f"wait-{name}")
+        watcher: asyncio.Task[str] | None = None
+        if child.spec.health.enabled and self.store is not None:
+            watcher = asyncio.create_task(
+                health.watch(self.store, self.instance, name, pid, child.spec.health,
+                             on_healthy=lambda: self._on_healthy(child)),
+                name=f"health-{name}",
+            )
+        reason, unhealthy = "child_exit", None
+        try:
+            waiting = {exited} if watcher is None else {exited, watcher}
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if watcher is not None and watcher.done() and not exited.done():
+                unhealthy = self._watch_result(watcher)
+                reason = "unhealthy"
+                await self._kill_unhealthy(child, exited, unhealthy)
+            returncode = await exited
+        finally:
+            if watcher is not None and not watcher.done():
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
+            if not exited.done():  # only when we are cancelled ourselves
+                child.kill_group()
+                exited.cancel()
+            child.kill_group()  # anything the child left in its group (pool processes)
+            await self._drain_pumps(name, pumps)
+        self._refresh_gauges()
+        cause = describe_exit(returncode)
+        if unhealthy is not None:
+            cause = f"unhealthy ({unhealthy}); {cause}"
+        child.last_exit_cause = cause
+        level = log.info if self.stopping or child.state is ChildState.STOPPING else log.warning
+        level("workgroup.child_exited", worker=name, pid=pid, exit_cause=cause,
+              **exit_fields(returncode))
+        self._emit("child_exited", name, pid=pid, exit_cause=cause, returncode=returncode)
+        await self._rescue(child, pid, cause)
+        return reason, cause
+
+    def _watch_result(self, watcher: asyncio.Task[str]) -> str:
+        exc = watcher.exception()
+        if exc is not None:
+            log.error("workgroup.health_watch_failed", error=f"{type(exc).__name__}: {exc}")
+            return f"health watch failed: {type(exc).__name__}: {exc}"
+        return watcher.result()
+
+    def _on_healthy(self, child: Child) -> None:
+        if not child.healthy_once:
+            child.healthy_once = True
+            child.policy.on_success()
+
+    async def _kill_unhealthy(self, child: Child, exited: asyncio.Task[int], why: str) -> None:
+        log.error("workgroup.child_unhealthy", worker=child.name, pid=child.pid, problem=why,
+                  action=f"SIGTERM, SIGKILL after {self._unhealthy_kill_grace:g}s")
+        self._emit("unhealthy", child.name, pid=child.pid, problem=why)
+        child.state = ChildState.STOPPING
+        child.send(signal.SIGTERM)
+        done, _ = await asyncio.wait({exited}, timeout=self._unhealthy_kill_grace)
+        if not done:
+            child.kill_group()
+
+    async def _drain_pumps(self, name: str, pumps: list[asyncio.Task[None]]) -> None:
+        _, pending = await asyncio.wait(pumps, timeout=PUMP_DRAIN_TIMEOUT)
+        if pending:
+            log.warning("workgroup.stream_not_closed", worker=name,
+                        detail=f"output pipes still open {PUMP_DRAIN_TIMEOUT:g}s after exit")
+            for task in pending:
+                task.cancel()
+        await asyncio.gather(*pumps, return_exceptions=True)
+
+    async def _rescue(self, child: Child, pid: int, cause: str) -> None:
+        """Apply the crash rules now to what the dead child was running."""
+        store = await self._store_for_rescue()
+        if store is None:
+            return
+        text = f"worker {child.name!r} (pid {pid}) {cause} [observed by workgroup {self.instance}]"
+        try:
+            row = await asyncio.wait_for(store.find_worker(self.instance, child.name),
+                                         STORE_CALL_TIMEOUT)
+            if row is None or row.pid != pid:
+                log.debug("workgroup.rescue_skipped", worker=child.name, pid=pid,
+                          detail="no worker row of this process (never registered, or it "
+                                 "unregistered on a clean exit)")
+                return
+            rescued = await asyncio.wait_for(store.rescue_worker(row.id, text),
+                                             STORE_CALL_TIMEOUT)
+        except Exception as exc:
+            log.warning("workgroup.rescue_failed", worker=child.name, pid=pid,
+                        error=f"{type(exc).__name__}: {exc}",
+                        detail="its running jobs will be rescued when their leases expire")
+            return
+        level = log.warning if rescued else log.info
+        level("workgroup.jobs_rescued", worker=child.name, pid=pid, worker_id=str(row.id),
+              count=len(rescued), exit_cause=cause,
+              requeued=sum(1 for j in rescued if j.state == "queued"),
+              dead=sum(1 for j in rescued if j.state == "dead"),
+              jobs=[str(j.id) for j in rescued[:20]])
+        self._emit("jobs_rescued", child.name, pid=pid, count=len(rescued),
+                   jobs=[(str(j.id), j.actor, j.state, j.dead_reason) for j in rescued])
+
+    async def _shutdown_on_stop(self, lifecycles: list[asyncio.Task[None]]) -> None:
+        await self._stop.wait()
+        grace = self.config.supervisor.shutdown_grace
+        alive = [c for c in self.children if c.alive and c.state is ChildState.RUNNING]
+        log.info("workgroup.stopping", children=len(alive), shutdown_grace=grace)
+        self._emit("stopping", None, children=len(alive), shutdown_grace=grace)
+        for child in alive:
+            child.state = ChildState.STOPPING
+            child.send(signal.SIGTERM)
+        forced = asyncio.create_task(self._force.wait(), name="workgroup-force-stop")
+        try:
+            pending = {t for t in lifecycles if not t.done()}
+            deadline = time.monotonic() + grace
+            while pending and not forced.done():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                done, _ = await asyncio.wait(pending | {forced}, timeout=remaining,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                pending -= done
+        finally:
+            forced.cancel()
+            await asyncio.gather(forced, return_exceptions=True)
+        survivors = [c for c in self.children if c.alive]
+        if survivors:
+            log.warning("workgroup.killing_children", workers=[c.name for c in survivors],
+                        why="second stop signal" if self._force.is_set()
+                        else f"still running after shutdown_grace {grace:g}s")
+            for child in survivors:
+                child.kill_group()

@@ -1,0 +1,53 @@
+"""Actors for the workgroup tests: real jobs that sleep, shout and do nothing.
+
+``WG_TEST_BREAK_IMPORT=1`` makes importing this module fail (a child that can never
+start: the crash-loop test).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import taskq
+
+if os.environ.get("WG_TEST_BREAK_IMPORT") == "1":
+    raise RuntimeError("workgroup_actors broken on purpose (WG_TEST_BREAK_IMPORT=1)")
+
+registry = taskq.Registry()
+
+
+@registry.actor(queue="default")
+async def nap(seconds: float) -> str:
+    """A job that is still running when the test kills its worker (not idempotent)."""
+    await asyncio.sleep(seconds)
+    return "rested"
+
+
+@registry.actor(queue="default")
+def shout(size: int) -> int:
+    """Write one line of ``size`` bytes to stdout."""
+    sys.stdout.write("x" * size + "\n")
+    sys.stdout.flush()
+    return size
+
+
+@registry.actor(queue="default")
+def noop() -> str:
+    return "ok"
+
+
+@registry.actor(queue="email")
+def send_email(to: str = "someone@example.com") -> str:
+    return to
+
+
+@registry.actor(queue="report")
+def build_report() -> str:
+    return "report"
+
+
+@registry.actor(queue="cleanup")
+def cleanup() -> str:
+    return "clean"
