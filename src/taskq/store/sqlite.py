@@ -1,0 +1,541 @@
+"""The SQLite store: the embedded default, one file shared by the processes of one host.
+
+One ``sqlite3`` connection per store, used only from the store's own single thread
+(every method hands its work to that thread and awaits it), so the event loop never
+blocks on the file. The file runs in WAL mode (readers and one writer at once, across
+processes) with a busy timeout; every write is a ``BEGIN IMMEDIATE`` transaction, which
+takes the write lock up front, so a claim is exclusive without row locks. A lock still
+held past the busy timeout is retried with a short random backoff before the call gives
+up with ``StoreUnavailable``.
+
+Times are REAL unix seconds from this host's clock, passed to every statement as
+``:now``. ``wait_for_jobs`` polls ``PRAGMA data_version`` (which moves when another
+connection commits) every few tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+from uuid import UUID
+
+from ..exceptions import SchemaNotMigrated, StoreError, StoreUnavailable
+from ..jobs import (
+    ALL_STATES,
+    ActorConfig,
+    ClaimedJob,
+    Job,
+    JobSpec,
+    Outcome,
+    OutcomeKind,
+    RescuedJob,
+    WorkerInfo,
+)
+from ..logs import get_logger
+from .drift import config_differences
+from .sqlfile import load_migrations, load_queries
+
+log = get_logger(__name__)
+T = TypeVar("T")
+
+Q = load_queries("sqlite.sql")
+MIGRATIONS = load_migrations("sqlite")
+
+BUSY_TIMEOUT = 5.0  # seconds one statement waits for a lock (PRAGMA busy_timeout)
+LOCKED_DEADLINE = 30.0  # seconds of retrying a locked database before StoreUnavailable
+POLL_INTERVAL = 0.025  # wait_for_jobs: how often to look for commits by others
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _dt(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def _ts(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def _uuid(value: str | None) -> UUID | None:
+    return None if value is None else UUID(value)
+
+
+def _ids(values: Sequence[UUID]) -> str:
+    return json.dumps([str(v) for v in values])
+
+
+def split_script(script: str) -> list[str]:
+    """A migration script as single statements (sqlite3 runs one at a time inside a
+    transaction; ``executescript`` would commit first)."""
+    statements, pending = [], ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statement = pending.strip()
+            if statement.rstrip(";").strip() and not all(
+                    part.strip().startswith("--") or not part.strip()
+                    for part in statement.splitlines()):
+                statements.append(statement)
+            pending = ""
+    if pending.strip() and not all(p.strip().startswith("--") or not p.strip()
+                                   for p in pending.splitlines()):
+        raise StoreError(f"incomplete SQL statement in migration: {pending.strip()[:80]!r}")
+    return statements
+
+
+def _job(row: Sequence[Any]) -> Job:
+    (id_, actor, queue, args, kwargs, priority, state, attempt, max_attempts, crash_count,
+     max_crashes, idempotent, run_at, created_at, started_at, finished_at, worker_id,
+     lease_expires_at, last_error, dead_reason, result) = row
+    return Job(
+        id=UUID(id_), actor=actor, queue=queue, args=json.loads(args),
+        kwargs=json.loads(kwargs), priority=priority, state=state, attempts=attempt,
+        max_attempts=max_attempts, crash_count=crash_count, max_crashes=max_crashes,
+        idempotent=bool(idempotent), run_at=_dt(run_at), created_at=_dt(created_at),
+        started_at=_dt(started_at), finished_at=_dt(finished_at), worker_id=_uuid(worker_id),
+        lease_expires_at=_dt(lease_expires_at), last_error=last_error,
+        dead_reason=dead_reason, result=result,
+    )
+
+
+def _worker(row: Sequence[Any]) -> WorkerInfo:
+    id_, pid, hostname, queues, label, instance, started_at, last_seen_at = row
+    return WorkerInfo(id=UUID(id_), pid=pid, hostname=hostname, queues=json.loads(queues),
+                      worker_label=label, workgroup_instance=_uuid(instance),
+                      started_at=_dt(started_at), last_seen_at=_dt(last_seen_at))
+
+
+class SqliteStore:
+    """``Store`` on one SQLite file."""
+
+    kind = "sqlite"
+
+    def __init__(self, path: str) -> None:
+        self._set_path(path)
+        self._conn: sqlite3.Connection | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        # Seen by the store thread only: commits made through this connection (which
+        # do not move data_version) and the marker taken before the last claim.
+        self._own_commits = 0
+        self._claim_marker: tuple[int, int] | None = None
+
+    def _set_path(self, path: str) -> None:
+        self.path = path
+        self.display_dsn = f"sqlite:///{path}"
+
+    # -- the store thread ------------------------------------------------------------
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        executor = self._executor
+        if executor is None:
+            raise StoreUnavailable(f"the store for {self.display_dsn} is not open")
+        return await asyncio.get_running_loop().run_in_executor(
+            executor, self._guarded, fn, args)
+
+    def _guarded(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        try:
+            return fn(*args)
+        except sqlite3.Error as exc:
+            raise self._translate(exc) from exc
+
+    def _translate(self, exc: sqlite3.Error) -> StoreError:
+        text = str(exc)
+        if "no such table" in text or "no such column" in text:
+            return SchemaNotMigrated(
+                f"taskq's tables are missing or out of date in {self.display_dsn}: "
+                f"run `taskq migrate` ({text})")
+        if _is_busy(exc) or "unable to open" in text or "disk" in text or "readonly" in text:
+            return StoreUnavailable(f"SQLite database {self.display_dsn} is unavailable: {text}")
+        return StoreError(f"SQLite error in {self.display_dsn}: {text}")
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreUnavailable(f"the store for {self.display_dsn} is not open")
+        return self._conn
+
+    def _retrying_locks(self, fn: Callable[[], T]) -> T:
+        deadline = time.monotonic() + LOCKED_DEADLINE
+        backoff = 0.005
+        while True:
+            try:
+                return fn()
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() > deadline:
+                    raise
+            time.sleep(random.uniform(0, backoff))
+            backoff = min(backoff * 2, 0.1)
+
+    def _write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn`` in one BEGIN IMMEDIATE transaction (all or nothing)."""
+        db = self._db
+
+        def attempt() -> T:
+            db.execute(Q["begin_immediate"])
+            try:
+                result = fn(*args)
+                db.execute(Q["commit"])
+            except BaseException:
+                if db.in_transaction:
+                    db.execute(Q["rollback"])
+                raise
+            self._own_commits += 1
+            return result
+
+        return self._retrying_locks(attempt)
+
+    def _marker(self) -> tuple[int, int]:
+        (version,) = self._db.execute(Q["data_version"]).fetchone()
+        return version, self._own_commits
+
+    # -- lifecycle -------------------------------------------------------------------
+    def _connect(self, path: str) -> sqlite3.Connection:
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailable(
+                f"cannot create the directory of SQLite database sqlite:///{path}: "
+                f"{exc.strerror or exc}") from exc
+        try:
+            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None,
+                                   check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot open SQLite database sqlite:///{path}: {exc}") from exc
+        try:
+            conn.execute(Q["busy_timeout"])
+            self._retrying_locks(lambda: conn.execute(Q["journal_mode_wal"]).fetchone())
+            conn.execute(Q["synchronous_normal"])
+        except sqlite3.Error as exc:
+            conn.close()
+            raise StoreUnavailable(f"cannot open SQLite database sqlite:///{path}: {exc}") from exc
+        return conn
+
+    async def open(self) -> None:
+        if self._executor is not None:
+            return
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="taskq-sqlite")
+        try:
+            self._conn = await self._run(self._connect, self.path)
+        except BaseException:
+            executor, self._executor = self._executor, None
+            executor.shutdown(wait=False)
+            raise
+
+    def _close_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    async def close(self) -> None:
+        executor = self._executor
+        if executor is None:
+            return
+        try:
+            await self._run(self._close_connection)
+        finally:
+            self._executor = None
+            executor.shutdown(wait=False)
+
+    async def reconnect(self, dsn: str | None = None) -> None:
+        path = self.path
+        if dsn is not None:
+            from ..settings import sqlite_path
+
+            path = sqlite_path(dsn)
+        if self._executor is None:
+            self._set_path(path)
+            await self.open()
+            return
+        new = await self._run(self._connect, path)
+
+        def swap() -> None:
+            old, self._conn = self._conn, new
+            if old is not None:
+                old.close()
+
+        await self._run(swap)
+        self._set_path(path)
+
+    def _migrate(self) -> list[str]:
+        db = self._db
+
+        def apply() -> list[str]:
+            db.execute(Q["create_migrations_table"])
+            done = {row[0] for row in db.execute(Q["applied_migrations"])}
+            applied = []
+            for migration in MIGRATIONS:
+                if migration.version in done:
+                    continue
+                for statement in split_script(migration.sql):
+                    db.execute(statement)
+                db.execute(Q["record_migration"], {"version": migration.version,
+                                                   "now": time.time()})
+                applied.append(migration.version)
+            return applied
+
+        return self._write(apply)
+
+    async def migrate(self) -> list[str]:
+        applied = await self._run(self._migrate)
+        if applied:
+            log.info("store.migrated", dsn=self.display_dsn, versions=applied)
+        return applied
+
+    def _check_schema(self) -> None:
+        done = {row[0] for row in self._db.execute(Q["applied_migrations"])}
+        missing = [m.version for m in MIGRATIONS if m.version not in done]
+        if missing:
+            raise SchemaNotMigrated(
+                f"{self.display_dsn} lacks migrations {', '.join(missing)}: run `taskq migrate`")
+
+    async def check_schema(self) -> None:
+        await self._run(self._check_schema)
+
+    async def ping(self) -> None:
+        await self._run(lambda: self._db.execute(Q["ping"]).fetchone())
+
+    async def now(self) -> datetime:
+        return datetime.fromtimestamp(time.time(), UTC)
+
+    # -- producers -------------------------------------------------------------------
+    def _enqueue(self, specs: Sequence[JobSpec]) -> list[UUID]:
+        now = time.time()
+        rows = [{
+            "id": str(s.id), "actor": s.actor, "queue": s.queue, "args": s.args_json,
+            "kwargs": s.kwargs_json, "priority": s.priority, "run_at": _ts(s.run_at),
+            "now": now, "max_attempts": s.max_attempts, "max_crashes": s.max_crashes,
+            "idempotent": int(s.idempotent)} for s in specs]
+        self._write(self._db.executemany, Q["enqueue"], rows)
+        return [s.id for s in specs]
+
+    async def enqueue(self, specs: Sequence[JobSpec]) -> list[UUID]:
+        if not specs:
+            return []
+        return await self._run(self._enqueue, specs)
+
+    async def get_job(self, job_id: UUID) -> Job | None:
+        row = await self._run(
+            lambda: self._db.execute(Q["get_job"], {"id": str(job_id)}).fetchone())
+        return _job(row) if row else None
+
+    async def list_jobs(self, *, state: str | None = None, queue: str | None = None,
+                        limit: int = 100) -> list[Job]:
+        params = {"state": state, "queue": queue, "limit": limit}
+        rows = await self._run(lambda: self._db.execute(Q["list_jobs"], params).fetchall())
+        return [_job(r) for r in rows]
+
+    async def stats(self) -> dict[str, int]:
+        counts = dict.fromkeys(ALL_STATES, 0)
+        rows = await self._run(lambda: self._db.execute(Q["stats"]).fetchall())
+        counts.update(dict(rows))
+        return counts
+
+    def _moved_ids(self, name: str, job_ids: Sequence[UUID]) -> list[UUID]:
+        params = {"ids": _ids(job_ids), "now": time.time()}
+        rows = self._write(lambda: self._db.execute(Q[name], params).fetchall())
+        return [UUID(r[0]) for r in rows]
+
+    async def retry_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
+        if not job_ids:
+            return []
+        return await self._run(self._moved_ids, "retry_jobs", job_ids)
+
+    async def retry_all_dead(self) -> int:
+        return await self._run(self._write, lambda: self._db.execute(
+            Q["retry_all_dead"], {"now": time.time()}).rowcount)
+
+    async def cancel_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
+        if not job_ids:
+            return []
+        return await self._run(self._moved_ids, "cancel_jobs", job_ids)
+
+    def _actor_configs(self) -> dict[str, ActorConfig]:
+        return {
+            r[0]: ActorConfig(name=r[0], queue=r[1], max_attempts=r[2], max_crashes=r[3],
+                              idempotent=bool(r[4]), cpu_bound=bool(r[5]), timeout=r[6],
+                              extra=json.loads(r[7]))
+            for r in self._db.execute(Q["actor_configs"])}
+
+    async def actor_configs(self) -> dict[str, ActorConfig]:
+        return await self._run(self._actor_configs)
+
+    def _sync_actor_configs(self, configs: Sequence[ActorConfig], force: bool) -> list[str]:
+        differences = config_differences(self._actor_configs(), configs)
+        if differences and not force:
+            return differences
+        now = time.time()
+        self._db.executemany(Q["upsert_actor_config"], [{
+            "name": c.name, "queue": c.queue, "max_attempts": c.max_attempts,
+            "max_crashes": c.max_crashes, "idempotent": int(c.idempotent),
+            "cpu_bound": int(c.cpu_bound), "timeout": c.timeout,
+            "extra": json.dumps(c.extra), "now": now} for c in configs])
+        return differences
+
+    async def sync_actor_configs(self, configs: Sequence[ActorConfig], *,
+                                 force: bool) -> list[str]:
+        return await self._run(self._write, self._sync_actor_configs, configs, force)
+
+    # -- workers ---------------------------------------------------------------------
+    async def register_worker(self, info: WorkerInfo) -> None:
+        params = {
+            "id": str(info.id),
+            "workgroup_instance": str(info.workgroup_instance) if info.workgroup_instance
+            else None,
+            "worker_label": info.worker_label, "pid": info.pid, "hostname": info.hostname,
+            "queues": json.dumps(list(info.queues)), "started_at": _ts(info.started_at),
+            "now": time.time()}
+        await self._run(self._write, self._db.execute, Q["register_worker"], params)
+
+    async def unregister_worker(self, worker_id: UUID) -> None:
+        await self._run(self._write, self._db.execute, Q["unregister_worker"],
+                        {"id": str(worker_id)})
+
+    async def list_workers(self) -> list[WorkerInfo]:
+        rows = await self._run(lambda: self._db.execute(Q["list_workers"]).fetchall())
+        return [_worker(r) for r in rows]
+
+    async def find_worker(self, workgroup_instance: UUID,
+                          worker_label: str) -> WorkerInfo | None:
+        params = {"workgroup_instance": str(workgroup_instance), "worker_label": worker_label}
+        row = await self._run(lambda: self._db.execute(Q["find_worker"], params).fetchone())
+        return _worker(row) if row else None
+
+    def _heartbeat(self, worker_id: UUID, lease_seconds: float) -> int:
+        params = {"worker_id": str(worker_id), "now": time.time(), "lease": lease_seconds}
+        self._db.execute(Q["touch_worker"], params)
+        return self._db.execute(Q["extend_leases"], params).rowcount
+
+    async def heartbeat(self, worker_id: UUID, lease_seconds: float) -> int:
+        return await self._run(self._write, self._heartbeat, worker_id, float(lease_seconds))
+
+    def _claim(self, params: dict[str, Any]) -> list[Any]:
+        version, _ = self._marker()  # before the claim: later commits wake wait_for_jobs
+        rows = self._write(lambda: self._db.execute(Q["claim"], params).fetchall())
+        self._claim_marker = (version, self._own_commits)
+        return rows
+
+    async def claim(self, worker_id: UUID, queues: Sequence[str], limit: int,
+                    lease_seconds: float, exclude_actors: Sequence[str] = ()) -> list[ClaimedJob]:
+        if limit < 1 or not queues:
+            return []
+        params = {"worker_id": str(worker_id), "queues": json.dumps(list(queues)),
+                  "exclude_actors": json.dumps(list(exclude_actors)), "limit": limit,
+                  "lease": float(lease_seconds), "now": time.time()}
+        rows = await self._run(self._claim, params)
+        rows.sort(key=lambda r: (r[10], r[11], r[0]))
+        return [ClaimedJob(id=UUID(r[0]), actor=r[1], queue=r[2], args_json=r[3],
+                           kwargs_json=r[4], attempt=r[5], max_attempts=r[6],
+                           crash_count=r[7], max_crashes=r[8], idempotent=bool(r[9]))
+                for r in rows]
+
+    def _crash(self, runs: Sequence[tuple[str, int, str, str | None]],
+               now: float) -> list[RescuedJob]:
+        """The crash rules on (id, attempt, worker_id, error) runs, inside a write."""
+        rescued = []
+        for job_id, attempt, worker_id, error in runs:
+            row = self._db.execute(Q["crash_run"], {
+                "id": job_id, "attempt": attempt, "worker_id": worker_id, "error": error,
+                "now": now}).fetchone()
+            if row:
+                rescued.append(RescuedJob(id=UUID(row[0]), actor=row[1], state=row[2],
+                                          dead_reason=row[3], crash_count=row[4]))
+        return rescued
+
+    def _complete(self, worker_id: str, outcomes: Sequence[Outcome]) -> int:
+        now = time.time()
+        changed = 0
+        crashes = []
+        for o in outcomes:
+            if o.kind == OutcomeKind.CRASHED:
+                crashes.append((str(o.job_id), o.attempt, worker_id, o.error))
+                continue
+            changed += self._db.execute(Q["finish_run"], {
+                "id": str(o.job_id), "attempt": o.attempt, "worker_id": worker_id,
+                "kind": str(o.kind), "result": o.result_json, "error": o.error,
+                "delay": float(o.retry_delay), "reason": o.dead_reason, "now": now}).rowcount
+        return changed + len(self._crash(crashes, now))
+
+    async def complete(self, worker_id: UUID, outcomes: Sequence[Outcome]) -> int:
+        if not outcomes:
+            return 0
+        return await self._run(self._write, self._complete, str(worker_id), outcomes)
+
+    def _give_back(self, worker_id: str, jobs: Sequence[tuple[UUID, int]]) -> int:
+        return sum(self._db.execute(Q["give_back"], {
+            "id": str(job_id), "attempt": attempt, "worker_id": worker_id}).rowcount
+            for job_id, attempt in jobs)
+
+    async def give_back(self, worker_id: UUID, jobs: Sequence[tuple[UUID, int]]) -> int:
+        if not jobs:
+            return 0
+        return await self._run(self._write, self._give_back, str(worker_id), jobs)
+
+    def _rescue_worker(self, worker_id: str, cause: str) -> list[RescuedJob]:
+        runs = self._db.execute(Q["running_of_worker"], {"worker_id": worker_id}).fetchall()
+        rescued = self._crash([(r[0], r[1], r[2], cause) for r in runs], time.time())
+        self._db.execute(Q["unregister_worker"], {"id": worker_id})
+        return rescued
+
+    async def rescue_worker(self, worker_id: UUID, cause: str) -> list[RescuedJob]:
+        return await self._run(self._write, self._rescue_worker, str(worker_id), cause)
+
+    def _rescue_expired(self, cause: str) -> list[RescuedJob]:
+        now = time.time()
+        runs = self._db.execute(Q["expired_runs"], {"now": now}).fetchall()
+        return self._crash(
+            [(r[0], r[1], r[2], f"{cause}: worker {r[2]} lease expired") for r in runs], now)
+
+    async def rescue_expired(self, cause: str) -> list[RescuedJob]:
+        # BEGIN IMMEDIATE makes this exclusive across processes: one sweeper at a time.
+        return await self._run(self._write, self._rescue_expired, cause)
+
+    def _prune(self, succeeded_before: float, workers_before: float,
+               batch: int) -> tuple[int, int]:
+        jobs_deleted = 0
+        while True:
+            deleted = self._write(lambda: self._db.execute(
+                Q["prune_succeeded"], {"before": succeeded_before, "batch": batch}).rowcount)
+            jobs_deleted += deleted
+            if deleted < batch:
+                break
+        workers_deleted = self._write(lambda: self._db.execute(
+            Q["prune_workers"], {"before": workers_before}).rowcount)
+        return jobs_deleted, workers_deleted
+
+    async def prune(self, *, succeeded_before: datetime, workers_before: datetime,
+                    batch: int = 1000) -> tuple[int, int]:
+        return await self._run(self._prune, succeeded_before.timestamp(),
+                               workers_before.timestamp(), batch)
+
+    # -- waking ----------------------------------------------------------------------
+    def _due(self, queues: str) -> bool:
+        (exists,) = self._db.execute(Q["due_job_exists"], {"queues": queues,
+                                                           "now": time.time()}).fetchone()
+        return bool(exists)
+
+    async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
+        """Poll for commits since the last claim (by anyone, this connection included);
+        after one, True if a job is due on ``queues``."""
+        deadline = time.monotonic() + timeout
+        queues_json = json.dumps(list(queues))
+        marker = self._claim_marker or await self._run(self._marker)
+        while True:
+            current = await self._run(self._marker)
+            if current != marker:
+                marker = current
+                if await self._run(self._due, queues_json):
+                    return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            await asyncio.sleep(min(POLL_INTERVAL, remaining))

@@ -1,0 +1,243 @@
+-- Every statement the SQLite store runs. Parameters are sqlite3's :name style; the
+-- store passes the clock as :now (REAL unix seconds) so one host clock rules all times.
+-- Lists (queues, excluded actors, ids) arrive as JSON arrays read with json_each.
+
+-- name: begin_immediate
+-- description: Start a write transaction, taking the database's write lock now.
+BEGIN IMMEDIATE;
+
+-- name: commit
+-- description: Commit the current transaction.
+COMMIT;
+
+-- name: rollback
+-- description: Abandon the current transaction.
+ROLLBACK;
+
+-- name: journal_mode_wal
+-- description: Readers and one writer at once, across processes (persistent in the file).
+PRAGMA journal_mode = WAL;
+
+-- name: synchronous_normal
+-- description: Durable at checkpoints; safe with WAL.
+PRAGMA synchronous = NORMAL;
+
+-- name: busy_timeout
+-- description: How long a statement waits for another connection's lock (ms).
+PRAGMA busy_timeout = 5000;
+
+-- name: data_version
+-- description: Changes when another connection commits to the file.
+PRAGMA data_version;
+
+-- name: create_migrations_table
+-- description: The record of applied migrations.
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    TEXT PRIMARY KEY,
+    applied_at REAL NOT NULL
+);
+
+-- name: applied_migrations
+-- description: Versions already applied, in order.
+SELECT version FROM schema_migrations ORDER BY version;
+
+-- name: record_migration
+-- description: Mark one migration as applied.
+INSERT INTO schema_migrations (version, applied_at) VALUES (:version, :now);
+
+-- name: ping
+-- description: The cheapest query.
+SELECT 1;
+
+-- name: enqueue
+-- description: Insert one job (run in a batch inside one transaction).
+INSERT INTO jobs (id, actor, queue, args, kwargs, priority, run_at, created_at,
+                  max_attempts, max_crashes, idempotent)
+VALUES (:id, :actor, :queue, :args, :kwargs, :priority, coalesce(:run_at, :now), :now,
+        :max_attempts, :max_crashes, :idempotent);
+
+-- name: get_job
+-- description: One job by id.
+SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
+       crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
+       worker_id, lease_expires_at, last_error, dead_reason, result
+FROM jobs WHERE id = :id;
+
+-- name: list_jobs
+-- description: Jobs newest first (UUIDv7 ids are time-ordered), optionally by state/queue.
+SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
+       crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
+       worker_id, lease_expires_at, last_error, dead_reason, result
+FROM jobs
+WHERE (:state IS NULL OR state = :state) AND (:queue IS NULL OR queue = :queue)
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: stats
+-- description: Number of jobs per state (states without jobs are absent).
+SELECT state, count(*) FROM jobs GROUP BY state;
+
+-- name: retry_jobs
+-- description: Dead or cancelled jobs back to queued now, counters reset, error kept.
+UPDATE jobs
+SET state = 'queued', attempt = 0, crash_count = 0, dead_reason = NULL, run_at = :now,
+    started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('dead', 'cancelled')
+RETURNING id;
+
+-- name: retry_all_dead
+-- description: Every dead job back to queued now.
+UPDATE jobs
+SET state = 'queued', attempt = 0, crash_count = 0, dead_reason = NULL, run_at = :now,
+    started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
+WHERE state = 'dead';
+
+-- name: cancel_jobs
+-- description: Queued jobs to cancelled.
+UPDATE jobs SET state = 'cancelled', finished_at = :now
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'queued'
+RETURNING id;
+
+-- name: actor_configs
+-- description: Every recorded actor configuration.
+SELECT name, queue, max_attempts, max_crashes, idempotent, cpu_bound, timeout, extra
+FROM actors ORDER BY name;
+
+-- name: upsert_actor_config
+-- description: Record one actor configuration (insert or overwrite).
+INSERT INTO actors (name, queue, max_attempts, max_crashes, idempotent, cpu_bound, timeout,
+                    extra, updated_at)
+VALUES (:name, :queue, :max_attempts, :max_crashes, :idempotent, :cpu_bound, :timeout,
+        :extra, :now)
+ON CONFLICT (name) DO UPDATE
+SET queue = excluded.queue, max_attempts = excluded.max_attempts,
+    max_crashes = excluded.max_crashes, idempotent = excluded.idempotent,
+    cpu_bound = excluded.cpu_bound, timeout = excluded.timeout, extra = excluded.extra,
+    updated_at = excluded.updated_at;
+
+-- name: register_worker
+-- description: Insert (or refresh) a worker's row.
+INSERT INTO workers (id, workgroup_instance, worker_label, pid, hostname, queues,
+                     started_at, last_seen_at)
+VALUES (:id, :workgroup_instance, :worker_label, :pid, :hostname, :queues,
+        coalesce(:started_at, :now), :now)
+ON CONFLICT (id) DO UPDATE
+SET workgroup_instance = excluded.workgroup_instance, worker_label = excluded.worker_label,
+    pid = excluded.pid, hostname = excluded.hostname, queues = excluded.queues,
+    last_seen_at = excluded.last_seen_at;
+
+-- name: unregister_worker
+-- description: Remove a worker's row (clean exit).
+DELETE FROM workers WHERE id = :id;
+
+-- name: list_workers
+-- description: Every worker row, oldest first.
+SELECT id, pid, hostname, queues, worker_label, workgroup_instance, started_at, last_seen_at
+FROM workers ORDER BY started_at, id;
+
+-- name: find_worker
+-- description: The newest row for (workgroup instance, label): the workgroup's health check.
+SELECT id, pid, hostname, queues, worker_label, workgroup_instance, started_at, last_seen_at
+FROM workers
+WHERE workgroup_instance = :workgroup_instance AND worker_label = :worker_label
+ORDER BY last_seen_at DESC
+LIMIT 1;
+
+-- name: touch_worker
+-- description: Heartbeat, part 1: the worker is alive.
+UPDATE workers SET last_seen_at = :now WHERE id = :worker_id;
+
+-- name: extend_leases
+-- description: Heartbeat, part 2: extend the leases of the worker's running jobs.
+UPDATE jobs SET lease_expires_at = :now + :lease
+WHERE worker_id = :worker_id AND state = 'running';
+
+-- name: claim
+-- description: Claim up to n due queued jobs in (priority, run_at, id) order.
+UPDATE jobs
+SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
+    lease_expires_at = :now + :lease, started_at = :now
+WHERE id IN (
+    SELECT id FROM jobs
+    WHERE state = 'queued'
+      AND queue IN (SELECT value FROM json_each(:queues))
+      AND run_at <= :now
+      AND actor NOT IN (SELECT value FROM json_each(:exclude_actors))
+    ORDER BY priority, run_at, id
+    LIMIT :limit
+)
+RETURNING id, actor, queue, args, kwargs, attempt, max_attempts, crash_count, max_crashes,
+          idempotent, priority, run_at;
+
+-- name: due_job_exists
+-- description: Is any job due on these queues? (the cheap check behind wait_for_jobs)
+SELECT EXISTS (
+    SELECT 1 FROM jobs
+    WHERE state = 'queued' AND queue IN (SELECT value FROM json_each(:queues))
+      AND run_at <= :now
+);
+
+-- name: finish_run
+-- description: Write one outcome that is not a crash (succeeded/retry/dead/cancelled), fenced.
+UPDATE jobs
+SET state = CASE :kind WHEN 'retry' THEN 'queued' ELSE :kind END,
+    dead_reason = CASE :kind WHEN 'dead' THEN coalesce(:reason, 'failed') END,
+    result = CASE :kind WHEN 'succeeded' THEN :result END,
+    last_error = coalesce(:error, last_error),
+    run_at = CASE :kind WHEN 'retry' THEN :now + :delay ELSE run_at END,
+    started_at = CASE :kind WHEN 'retry' THEN NULL ELSE started_at END,
+    finished_at = CASE :kind WHEN 'retry' THEN NULL ELSE :now END,
+    worker_id = CASE :kind WHEN 'retry' THEN NULL ELSE worker_id END,
+    lease_expires_at = NULL
+WHERE id = :id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running';
+
+-- name: crash_run
+-- description: The crash rules on one run, fenced: requeue, dead/crashed or dead/poison.
+UPDATE jobs
+SET crash_count = jobs.crash_count + 1,
+    state = CASE v.rule WHEN 'queued' THEN 'queued' ELSE 'dead' END,
+    dead_reason = nullif(v.rule, 'queued'),
+    last_error = coalesce(:error, jobs.last_error),
+    run_at = CASE v.rule WHEN 'queued' THEN :now ELSE jobs.run_at END,
+    started_at = CASE v.rule WHEN 'queued' THEN NULL ELSE jobs.started_at END,
+    finished_at = CASE v.rule WHEN 'queued' THEN NULL ELSE :now END,
+    worker_id = CASE v.rule WHEN 'queued' THEN NULL ELSE jobs.worker_id END,
+    lease_expires_at = NULL
+FROM (SELECT id,
+             CASE WHEN crash_count + 1 >= max_crashes THEN 'poison'
+                  WHEN idempotent THEN 'queued'
+                  ELSE 'crashed' END AS rule
+      FROM jobs WHERE id = :id) AS v
+WHERE jobs.id = v.id AND jobs.attempt = :attempt AND jobs.worker_id = :worker_id
+  AND jobs.state = 'running'
+RETURNING jobs.id, jobs.actor, jobs.state, jobs.dead_reason, jobs.crash_count;
+
+-- name: give_back
+-- description: Return one claimed job to queued without charging the attempt (fenced).
+UPDATE jobs
+SET state = 'queued', attempt = attempt - 1, worker_id = NULL, lease_expires_at = NULL,
+    started_at = NULL
+WHERE id = :id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running';
+
+-- name: running_of_worker
+-- description: The runs a worker holds (rescue of an observed death).
+SELECT id, attempt, worker_id FROM jobs WHERE worker_id = :worker_id AND state = 'running';
+
+-- name: expired_runs
+-- description: Runs whose lease expired (the sweeper).
+SELECT id, attempt, worker_id FROM jobs
+WHERE state = 'running' AND lease_expires_at < :now;
+
+-- name: prune_succeeded
+-- description: Delete one batch of succeeded jobs finished before a time.
+DELETE FROM jobs
+WHERE id IN (SELECT id FROM jobs
+             WHERE state = 'succeeded' AND finished_at < :before
+             LIMIT :batch);
+
+-- name: prune_workers
+-- description: Delete worker rows not seen since a time that hold no running job.
+DELETE FROM workers
+WHERE last_seen_at < :before
+  AND NOT EXISTS (SELECT 1 FROM jobs
+                  WHERE jobs.worker_id = workers.id AND jobs.state = 'running');
