@@ -53,7 +53,7 @@ async def watch(store: Store, instance: UUID, name: str, pid: int, health: Healt
         except Exception as exc:
             failures += 1
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            log.warning("workgroup.health_query_failed", worker=name, pid=pid, error=error,
+            log.warning("workgroup.health_query_failed", worker=name, child_pid=pid, error=error,
                         consecutive_failures=failures, limit=health.consecutive_failure_limit)
             if failures >= health.consecutive_failure_limit:
                 return f"health query failed {failures} times in a row (last: {error})"

@@ -101,7 +101,7 @@ async def pump(reader: asyncio.StreamReader, *, worker: str, stream: str, pid: i
                 line = await reader.readuntil(b"\n")
             except asyncio.IncompleteReadError as exc:  # EOF: the last, unterminated line
                 if exc.partial:
-                    forward_line(exc.partial, worker=worker, stream=stream, pid=pid,
+                    forward_line(exc.partial, worker=worker, stream=stream, child_pid=pid,
                                  part=part + 1 if part else None, final=True)
                 return
             except asyncio.LimitOverrunError as exc:
@@ -119,7 +119,7 @@ async def pump(reader: asyncio.StreamReader, *, worker: str, stream: str, pid: i
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        log.error("workgroup.stream_pump_failed", worker=worker, stream=stream, pid=pid,
+        log.error("workgroup.stream_pump_failed", worker=worker, stream=stream, child_pid=pid,
                   error=f"{type(exc).__name__}: {exc}",
                   detail="output of this child is no longer forwarded; the child keeps running")
         try:
@@ -127,5 +127,5 @@ async def pump(reader: asyncio.StreamReader, *, worker: str, stream: str, pid: i
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.error("workgroup.stream_drain_failed", worker=worker, stream=stream, pid=pid,
+            log.error("workgroup.stream_drain_failed", worker=worker, stream=stream, child_pid=pid,
                       exc_info=True)

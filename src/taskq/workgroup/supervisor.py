@@ -171,7 +171,7 @@ class Supervisor:
             metrics.workgroup_children_configured.set(len(self.children))
             self._refresh_gauges()
             log.info("workgroup.started", instance=str(self.instance), config=self.config.path,
-                     workers=[c.name for c in self.children], pid=os.getpid(),
+                     workers=[c.name for c in self.children],
                      shutdown_grace=self.config.supervisor.shutdown_grace)
             self._emit("started", None, instance=str(self.instance))
             async with asyncio.TaskGroup() as group:
@@ -273,7 +273,7 @@ class Supervisor:
                           argv0=child.command.argv[0])
             else:
                 self._refresh_gauges()
-                log.info("workgroup.child_started", worker=child.name, pid=process.pid,
+                log.info("workgroup.child_started", worker=child.name, child_pid=process.pid,
                          restarts=child.restarts)
                 self._emit("child_started", child.name, pid=process.pid, restarts=child.restarts)
                 if self.stopping:  # the stop sweep ran while we were spawning
@@ -350,7 +350,7 @@ class Supervisor:
             cause = f"unhealthy ({unhealthy}); {cause}"
         child.last_exit_cause = cause
         level = log.info if self.stopping or child.state is ChildState.STOPPING else log.warning
-        level("workgroup.child_exited", worker=name, pid=pid, exit_cause=cause,
+        level("workgroup.child_exited", worker=name, child_pid=pid, exit_cause=cause,
               **exit_fields(returncode))
         self._emit("child_exited", name, pid=pid, exit_cause=cause, returncode=returncode)
         await self._rescue(child, pid, cause)
@@ -369,7 +369,7 @@ class Supervisor:
             child.policy.on_success()
 
     async def _kill_unhealthy(self, child: Child, exited: asyncio.Task[int], why: str) -> None:
-        log.error("workgroup.child_unhealthy", worker=child.name, pid=child.pid, problem=why,
+        log.error("workgroup.child_unhealthy", worker=child.name, child_pid=child.pid, problem=why,
                   action=f"SIGTERM, SIGKILL after {self._unhealthy_kill_grace:g}s")
         self._emit("unhealthy", child.name, pid=child.pid, problem=why)
         child.state = ChildState.STOPPING
@@ -397,19 +397,19 @@ class Supervisor:
             row = await asyncio.wait_for(store.find_worker(self.instance, child.name),
                                          STORE_CALL_TIMEOUT)
             if row is None or row.pid != pid:
-                log.debug("workgroup.rescue_skipped", worker=child.name, pid=pid,
+                log.debug("workgroup.rescue_skipped", worker=child.name, child_pid=pid,
                           detail="no worker row of this process (never registered, or it "
                                  "unregistered on a clean exit)")
                 return
             rescued = await asyncio.wait_for(store.rescue_worker(row.id, text),
                                              STORE_CALL_TIMEOUT)
         except Exception as exc:
-            log.warning("workgroup.rescue_failed", worker=child.name, pid=pid,
+            log.warning("workgroup.rescue_failed", worker=child.name, child_pid=pid,
                         error=f"{type(exc).__name__}: {exc}",
                         detail="its running jobs will be rescued when their leases expire")
             return
         level = log.warning if rescued else log.info
-        level("workgroup.jobs_rescued", worker=child.name, pid=pid, worker_id=str(row.id),
+        level("workgroup.jobs_rescued", worker=child.name, child_pid=pid, worker_id=str(row.id),
               count=len(rescued), exit_cause=cause,
               requeued=sum(1 for j in rescued if j.state == "queued"),
               dead=sum(1 for j in rescued if j.state == "dead"),
