@@ -2,7 +2,9 @@
 
 * A JSON-object line (the child's own structured log) stays one JSON object: it is
   re-emitted through the supervisor's log handler with ``worker`` and ``stream`` added,
-  keeping the child's ``event``, ``level``, ``timestamp``, ``pid`` and fields.
+  keeping the child's ``event``, ``level``, ``timestamp``, ``pid`` and fields (a child
+  field already called ``worker`` or ``stream`` is kept as ``child_worker`` /
+  ``child_stream``).
 * Any other line becomes a ``child-output`` event with the text in ``line``.
 * A line longer than the pipe limit is forwarded in pieces (``part`` 1, 2, ...; the last
   has ``final: true``): the read is bounded, so it never stops the pump and never makes
@@ -63,6 +65,9 @@ def forward_line(raw: bytes, *, worker: str, stream: str, pid: int | None,
             obj = None
         if isinstance(obj, dict):
             fields = {k: v for k, v in obj.items() if k not in _RESERVED}
+            for key in ("worker", "stream"):  # the child's own field of that name is kept
+                if key in fields:
+                    fields[f"child_{key}"] = fields.pop(key)
             fields["worker"] = worker
             fields["stream"] = stream
             level = _LEVELS.get(str(obj.get("level", "info")).lower(), logging.INFO)
