@@ -1,1 +1,27 @@
-"""The worker process: fetch, supervise consumers, run, ack, heartbeat, sweep."""
+"""The worker process: fetch, supervise consumers, run, ack, heartbeat, sweep.
+
+``Worker(config, registry=...)`` is the machinery (``await worker.run()``,
+``worker.request_stop()``); ``main.run(config)`` is the ``taskq worker`` process around
+it (signals, parent watch, exit codes). One idea per module:
+
+* ``fetcher``     batched claims sized to free capacity; NOTIFY wake-ups, polling fallback
+* ``buffer``      claimed jobs waiting for a consumer; free capacity
+* ``supervisor``  the task supervisor: replace dead consumers, crash-loop guard
+* ``consumer``    one consumer loop; never loses the job it holds
+* ``runners``     run a job: async on the loop, sync in ``threads``, cpu in ``cpu_runner``
+* ``outcomes``    success / retry / dead with a reason
+* ``acker``       batched acknowledgements, retried through outages
+* ``heartbeat``   the worker row and lease extension, on its own connection
+* ``sweeper``     rescue expired leases, prune old rows
+* ``lag``         event-loop lag monitor
+* ``health``      ``/live`` ``/ready`` ``/metrics``
+* ``signals``     SIGTERM/SIGINT/SIGHUP, parent death
+* ``middleware``  ``before_job`` / ``after_job`` hooks
+* ``outage``      back off on a dead store, log once per outage
+"""
+
+from .config import WorkerConfig
+from .middleware import Middleware
+from .worker import Worker
+
+__all__ = ["Middleware", "Worker", "WorkerConfig"]

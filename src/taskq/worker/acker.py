@@ -1,0 +1,101 @@
+"""Acknowledgements in batches: outcomes and give-backs go to the store together.
+
+Consumers hand an outcome over with ``add`` (no await, no round trip) and move on.
+The acker collects for ``linger`` seconds or up to ``max_batch`` and writes the lot as
+ONE ``store.complete`` call (and one ``store.give_back`` for returned jobs). Whatever
+accumulates while a write is in flight goes with the next one, so batches grow with
+load by themselves.
+
+When the store is unavailable the batch is kept and retried with backoff. Writes are
+fenced by ``(id, attempt, worker_id)`` in the store, so re-sending a batch whose first
+attempt did commit, or acknowledging a job whose lease another worker took over, changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from uuid import UUID
+
+from ..exceptions import StoreError
+from ..jobs import ClaimedJob, Outcome
+from ..logs import get_logger
+from ..store import Store
+from .outage import StoreBackoff
+
+log = get_logger(__name__)
+
+
+class Acker:
+    def __init__(self, store: Store, worker_id: UUID, *, max_batch: int = 1000,
+                 linger: float = 0.002) -> None:
+        self._store = store
+        self._worker_id = worker_id
+        self.max_batch = max_batch
+        self.linger = linger
+        self._outcomes: list[Outcome] = []
+        self._give_backs: list[tuple[UUID, int]] = []
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._backoff = StoreBackoff("acker")
+        self.batches_written = 0
+
+    @property
+    def pending(self) -> int:
+        return len(self._outcomes) + len(self._give_backs)
+
+    def add(self, outcome: Outcome) -> None:
+        self._outcomes.append(outcome)
+        self._wake.set()
+
+    def give_back(self, jobs: list[ClaimedJob]) -> None:
+        """Return claimed jobs to queued without charging their attempt."""
+        if jobs:
+            self._give_backs.extend((job.id, job.attempt) for job in jobs)
+            self._wake.set()
+
+    async def run(self) -> None:
+        """Write batches until ``close`` and nothing is left."""
+        while True:
+            await self._wake.wait()
+            if not self._closing and len(self._outcomes) < self.max_batch:
+                await asyncio.sleep(self.linger)
+            if not await self._write_once() and not self._closing:
+                continue
+            if not self.pending:
+                if self._closing:
+                    return
+                self._wake.clear()
+
+    async def _write_once(self) -> bool:
+        """One batch of each kind; False (batch kept) when the store did not answer."""
+        try:
+            if self._give_backs:
+                batch = self._give_backs[: self.max_batch]
+                await self._store.give_back(self._worker_id, batch)
+                del self._give_backs[: len(batch)]
+            if self._outcomes:
+                outcomes = self._outcomes[: self.max_batch]
+                await self._store.complete(self._worker_id, outcomes)
+                del self._outcomes[: len(outcomes)]
+        except StoreError as exc:
+            await asyncio.sleep(self._backoff.failed(exc))
+            return False
+        self._backoff.succeeded()
+        self.batches_written += 1
+        return True
+
+    async def close(self, task: asyncio.Task[None], timeout: float) -> None:
+        """Flush what is left (retrying through an outage) for at most ``timeout``."""
+        self._closing = True
+        self._wake.set()
+        deadline = time.monotonic() + timeout
+        done, _ = await asyncio.wait({task}, timeout=max(deadline - time.monotonic(), 0))
+        if not done:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        if self.pending:
+            log.error("acks-not-written", outcomes=len(self._outcomes),
+                      give_backs=len(self._give_backs),
+                      note="their leases will expire and the sweeper will rescue them")

@@ -1,0 +1,90 @@
+"""One consumer: take a claimed job, run it, hand the outcome to the acker, repeat.
+
+A worker runs ``max_concurrency`` consumers under the task supervisor. Job failures
+never kill a consumer (they become outcomes); what kills one is a fault of the consumer
+itself, such as a middleware hook raising, or a cancellation. Whatever kills it, the job
+it held is not lost (``finally``): acknowledged if its outcome was known, otherwise
+given back without charging the attempt.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from uuid import UUID
+
+from ..jobs import ClaimedJob, Outcome
+from .acker import Acker
+from .buffer import JobBuffer
+from .middleware import Middleware
+from .runners import Executor
+
+
+@dataclass(slots=True)
+class RunningJob:
+    job: ClaimedJob
+    consumer: int
+    started: float
+
+
+class Consumer:
+    def __init__(self, index: int, *, buffer: JobBuffer, executor: Executor, acker: Acker,
+                 running: dict[UUID, RunningJob], middleware: list[Middleware],
+                 stopping: Callable[[], bool], on_success: Callable[[], None]) -> None:
+        self.index = index
+        self._buffer = buffer
+        self._executor = executor
+        self._acker = acker
+        self._running = running
+        self._middleware = middleware
+        self._stopping = stopping
+        self._on_success = on_success
+        self.held: ClaimedJob | None = None
+        self._outcome: Outcome | None = None
+        self._ran = False
+
+    @property
+    def busy(self) -> bool:
+        return self.held is not None
+
+    async def run(self) -> None:
+        get, execute, buffer, acker = (self._buffer.get, self._executor.execute, self._buffer,
+                                       self._acker)
+        running, middleware = self._running, self._middleware
+        try:
+            while not self._stopping():
+                job = await get()
+                self.held, self._outcome, self._ran = job, None, False
+                running[job.id] = RunningJob(job, self.index, time.monotonic())
+                for hook in middleware:
+                    hook.before_job(job)
+                outcome = await execute(job)
+                self._outcome, self._ran = outcome, True
+                for hook in reversed(middleware):
+                    hook.after_job(job, outcome)
+                if outcome is None:
+                    acker.give_back([job])
+                else:
+                    acker.add(outcome)
+                self.held = None
+                del running[job.id]
+                buffer.done()
+                if self._on_success is not None:
+                    self._on_success()
+                    self._on_success = None  # only the first job resets the backoff
+        finally:
+            self._salvage()
+
+    def _salvage(self) -> None:
+        """The consumer is ending while holding a job: do not lose it."""
+        job = self.held
+        if job is None:
+            return
+        self.held = None
+        self._running.pop(job.id, None)
+        if self._ran and self._outcome is not None:
+            self._acker.add(self._outcome)
+        else:
+            self._acker.give_back([job])
+        self._buffer.done()

@@ -1,0 +1,108 @@
+"""cpu_bound actors: the adapter between a job and ``taskq.procpool.ProcessPool``.
+
+The pool is started only when the registry has cpu_bound actors (``procpool`` is
+imported then, not before). What the pool raises maps to outcomes:
+
+===============================  ==========================================
+``JobFailed``, ``JobTimedOut``   a clean failure: retry, then dead/failed
+``ProcessDied``                  ``crashed`` with the cause: the crash rules
+``BreakerOpen``                  given back, no attempt charged
+``PayloadTooLarge``              dead/failed (it will never fit)
+``PayloadUndecodable``           dead/undecodable
+===============================  ==========================================
+
+While the pool's breaker is open, ``excluded_actors`` names the paused actors so the
+fetcher leaves their jobs queued.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..exceptions import (
+    BreakerOpen,
+    JobFailed,
+    JobTimedOut,
+    PayloadTooLarge,
+    PayloadUndecodable,
+    ProcessDied,
+)
+from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
+from ..logs import get_logger
+from ..registry import Actor
+from . import outcomes
+from .config import WorkerConfig
+
+log = get_logger(__name__)
+
+
+class CpuRunner:
+    def __init__(self, config: WorkerConfig) -> None:
+        self._config = config
+        self._pool: Any = None
+
+    @property
+    def started(self) -> bool:
+        return self._pool is not None
+
+    async def start(self) -> None:
+        from ..procpool import ProcessPool
+
+        pool = ProcessPool(
+            registry_ref=self._config.actors,
+            size=self._config.cpu_workers,
+            max_tasks_per_child=self._config.cpu_max_tasks_per_child,
+            max_memory_per_child_mib=self._config.cpu_max_memory_per_child_mib,
+            max_payload_bytes=self._config.cpu_max_payload_bytes,
+        )
+        await pool.start()
+        self._pool = pool
+        log.info("process-pool-started", size=self._config.cpu_workers)
+
+    @property
+    def excluded_actors(self) -> Sequence[str]:
+        pool = self._pool
+        if pool is not None and pool.breaker_open:
+            return tuple(pool.paused_actors)
+        return ()
+
+    async def run(self, job: ClaimedJob, actor: Actor, result_max_bytes: int) -> Outcome | None:
+        """Run one job in the pool. ``None`` means: give it back uncharged."""
+        if self._pool is None:
+            raise RuntimeError("the CPU process pool was not started")
+        try:
+            result_json = await self._pool.run(
+                actor.name, job.args_json, job.kwargs_json, timeout=actor.timeout,
+                job_id=job.id, attempt=job.attempt,
+            )
+        except (JobFailed, JobTimedOut) as exc:
+            return outcomes.failed(job, _pool_error(exc), actor.retry_backoff)
+        except ProcessDied as exc:
+            return outcomes.crashed(job, exc.cause)
+        except BreakerOpen:
+            return None
+        except PayloadTooLarge as exc:
+            return outcomes.dead(job, DeadReason.FAILED, f"PayloadTooLarge: {exc}")
+        except PayloadUndecodable as exc:
+            return outcomes.dead(job, DeadReason.UNDECODABLE, f"PayloadUndecodable: {exc}")
+        if result_json is not None and len(result_json) > result_max_bytes:
+            log.warning("job-result-dropped", job=str(job.id), actor=job.actor,
+                        reason=f"result is {len(result_json)} bytes, over {result_max_bytes}")
+            result_json = None
+        return Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED,
+                       result_json=result_json)
+
+    async def close(self, grace: float) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close(grace)
+
+
+def _pool_error(exc: BaseException) -> str:
+    if isinstance(exc, JobFailed) and exc.error_type:
+        text = f"{exc.error_type}: {exc.error_message}"
+        if exc.remote_traceback:
+            text += "\n" + exc.remote_traceback.rstrip()
+        return text[: outcomes.ERROR_MAX_CHARS]
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,98 @@
+"""The fetcher: claim batches sized to free capacity, wake on NOTIFY, poll as fallback.
+
+Loop: wait until a consumer is free; claim up to ``buffer.free`` due jobs in one call;
+hand them to the consumers. A full batch means there may be more: claim again as soon
+as there is room. A short batch means the queue is drained: wait for
+``store.wait_for_jobs`` (LISTEN/NOTIFY on Postgres) or ``poll_interval``, whichever
+comes first (delayed jobs and retries become due without a notification).
+
+The fetcher is never cancelled in the middle of a claim (a claim that committed but was
+never received would leave jobs running under this worker until their lease expires):
+``stop`` wakes it and it ends after the call in hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from uuid import UUID
+
+from .. import metrics
+from ..exceptions import StoreError
+from ..logs import get_logger
+from ..store import Store
+from .buffer import JobBuffer
+from .outage import StoreBackoff
+
+log = get_logger(__name__)
+
+MAX_BATCH = 1000
+
+
+class Fetcher:
+    def __init__(self, store: Store, worker_id: UUID, queues: Sequence[str], buffer: JobBuffer,
+                 *, lease: float, poll_interval: float,
+                 excluded_actors: Callable[[], Sequence[str]] = tuple,
+                 can_claim: Callable[[], bool] = lambda: True) -> None:
+        self._store = store
+        self._worker_id = worker_id
+        self._queues = list(queues)
+        self._buffer = buffer
+        self._lease = lease
+        self._poll_interval = poll_interval
+        self._excluded_actors = excluded_actors
+        self._can_claim = can_claim
+        self._stopped = asyncio.Event()
+        self._backoff = StoreBackoff("fetcher")
+        self.claims = 0
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    async def run(self) -> None:
+        buffer = self._buffer
+        while not self._stopped.is_set():
+            if buffer.free <= 0 or not self._can_claim():
+                await self._until(buffer.wait_for_room(), timeout=self._poll_interval)
+                continue
+            await asyncio.sleep(0)  # let consumers that are finishing right now free slots
+            limit = min(buffer.free, MAX_BATCH)
+            try:
+                jobs = await self._store.claim(self._worker_id, self._queues, limit,
+                                               self._lease, self._excluded_actors())
+            except StoreError as exc:
+                await self._until(asyncio.sleep(self._backoff.failed(exc)))
+                continue
+            self._backoff.succeeded()
+            self.claims += 1
+            if jobs:
+                metrics.jobs_claimed.inc(len(jobs))
+                buffer.put_many(jobs)
+            if len(jobs) < limit:
+                await self._wait_for_jobs()
+
+    async def _wait_for_jobs(self) -> None:
+        try:
+            await self._until(self._store.wait_for_jobs(self._queues, self._poll_interval),
+                              timeout=self._poll_interval + 1.0)
+        except StoreError as exc:
+            await self._until(asyncio.sleep(self._backoff.failed(exc)))
+
+    async def _until(self, awaitable: object, timeout: float | None = None) -> None:
+        """Await ``awaitable`` unless ``stop`` comes first (then it is cancelled)."""
+        if self._stopped.is_set():
+            if asyncio.iscoroutine(awaitable):
+                awaitable.close()
+            return
+        waiter = asyncio.ensure_future(awaitable)  # type: ignore[arg-type]
+        stopped = asyncio.ensure_future(self._stopped.wait())
+        try:
+            done, _ = await asyncio.wait({waiter, stopped}, timeout=timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for fut in (waiter, stopped):
+                if not fut.done():
+                    fut.cancel()
+            await asyncio.gather(waiter, stopped, return_exceptions=True)
+        if waiter in done and not waiter.cancelled():
+            waiter.result()  # re-raise a StoreError from wait_for_jobs

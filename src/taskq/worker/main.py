@@ -1,0 +1,64 @@
+"""``taskq worker``: the whole worker process around a ``Worker``.
+
+``run(config)`` installs the signal handlers (SIGTERM/SIGINT stop gracefully, a second
+one hurries, SIGHUP reloads credentials), sets the parent-death signal and watches the
+parent when started by a workgroup (``--workgroup-instance``), runs the worker and
+returns the exit code (``taskq.worker.exit_codes``):
+
+* 0 clean shutdown;
+* 1 cannot start: bad ``--actors`` reference, store unreachable or not migrated, actor
+  config drift (one error line says which);
+* 3 the crash-loop guard tripped;
+* 4 a part of the worker died unexpectedly.
+
+Middleware for the process comes from ``TASKQ_WORKER_MIDDLEWARE`` (comma-separated
+``MODULE:ATTR``) in addition to ``config.middleware``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+
+from ..exceptions import TaskqError
+from ..logs import get_logger
+from . import exit_codes, signals
+from .config import WorkerConfig
+from .worker import Worker
+
+log = get_logger(__name__)
+
+MIDDLEWARE_ENV = "TASKQ_WORKER_MIDDLEWARE"
+
+
+def run(config: WorkerConfig) -> int:
+    """Run a worker process to the end; return its exit code."""
+    parent = os.getppid()
+    if config.workgroup_instance is not None:
+        signals.set_parent_death_signal()
+    extra = tuple(r.strip() for r in os.environ.get(MIDDLEWARE_ENV, "").split(",") if r.strip())
+    if extra:
+        config = dataclasses.replace(config, middleware=config.middleware + extra)
+    try:
+        return asyncio.run(_main(config, parent))
+    except TaskqError as exc:
+        log.error("worker-cannot-start", reason=str(exc), error=type(exc).__name__)
+        return exit_codes.CANNOT_START
+
+
+async def _main(config: WorkerConfig, parent: int) -> int:
+    worker = Worker(config)
+    loop = asyncio.get_running_loop()
+    remove = signals.install(loop, on_stop=worker.request_stop, on_reload=worker.request_reload)
+    watcher: asyncio.Task[None] | None = None
+    if config.workgroup_instance is not None:
+        watcher = asyncio.create_task(signals.watch_parent(parent, worker.request_stop),
+                                      name="taskq-parent-watch")
+    try:
+        return await worker.run()
+    finally:
+        remove()
+        if watcher is not None:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)

@@ -1,0 +1,77 @@
+"""How the end of a run becomes an ``Outcome``: success, retry, or dead with a reason.
+
+* success -> ``succeeded`` with the result as JSON (dropped, with a warning, when it is
+  not JSON or larger than ``result_max_bytes``);
+* an exception -> ``retry`` after ``random() * retry_backoff.ceiling(attempt)`` seconds
+  while ``attempt < max_attempts``, then ``dead/failed`` with the error (type, message,
+  the last frames of the traceback);
+* no such actor here -> ``dead/unknown_actor``; an undecodable payload ->
+  ``dead/undecodable``.
+"""
+
+from __future__ import annotations
+
+import random
+import traceback
+from typing import Any
+
+from .. import metrics
+from ..exceptions import NotJSONSerializable
+from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
+from ..logs import get_logger
+from ..payload import dumps
+from ..registry import RetryBackoff
+
+log = get_logger(__name__)
+
+ERROR_MAX_CHARS = 4000
+TRACEBACK_FRAMES = 8
+
+
+def describe_error(exc: BaseException) -> str:
+    """``Type: message`` and the innermost frames of the traceback, bounded in size."""
+    head = f"{type(exc).__name__}: {exc}"
+    frames = traceback.format_tb(exc.__traceback__, limit=-TRACEBACK_FRAMES)
+    text = head + ("\n" + "".join(frames).rstrip() if frames else "")
+    if len(text) > ERROR_MAX_CHARS:
+        text = text[: ERROR_MAX_CHARS - 15] + "\n...[truncated]"
+    return text
+
+
+def succeeded(job: ClaimedJob, result: Any, result_max_bytes: int) -> Outcome:
+    if result is None:
+        return Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED)
+    try:
+        result_json = dumps(result, what=f"the result of {job.actor!r}")
+    except NotJSONSerializable as exc:
+        log.warning("job-result-dropped", job=str(job.id), actor=job.actor, reason=str(exc))
+        return Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED)
+    if len(result_json) > result_max_bytes and len(result_json.encode()) > result_max_bytes:
+        log.warning(
+            "job-result-dropped",
+            job=str(job.id),
+            actor=job.actor,
+            reason=f"result is {len(result_json.encode())} bytes, over {result_max_bytes}",
+        )
+        return Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED)
+    return Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED, result_json=result_json)
+
+
+def failed(job: ClaimedJob, error: str, backoff: RetryBackoff) -> Outcome:
+    """A clean failure (exception, timeout): retry with full jitter or give up."""
+    if job.attempt < job.max_attempts:
+        delay = random.random() * backoff.ceiling(job.attempt)
+        return Outcome(job.id, job.attempt, OutcomeKind.RETRY, error=error, retry_delay=delay)
+    return dead(job, DeadReason.FAILED, error)
+
+
+def dead(job: ClaimedJob, reason: str, error: str) -> Outcome:
+    metrics.pool_items_dead_lettered.labels(job.actor, reason).inc()
+    log.warning("job-dead", job=str(job.id), actor=job.actor, reason=reason,
+                attempt=job.attempt, error=error.splitlines()[0] if error else None)
+    return Outcome(job.id, job.attempt, OutcomeKind.DEAD, error=error, dead_reason=reason)
+
+
+def crashed(job: ClaimedJob, cause: str) -> Outcome:
+    """The process running the job died: the store applies the crash rules."""
+    return Outcome(job.id, job.attempt, OutcomeKind.CRASHED, error=cause)

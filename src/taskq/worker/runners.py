@@ -1,0 +1,129 @@
+"""Running one claimed job and turning whatever happened into an ``Outcome``.
+
+* async actors run on the event loop, awaited directly by the consumer (no task per
+  job); a ``timeout`` cancels them;
+* sync actors run in ``ThreadRunner`` threads, never on the loop; past its timeout a
+  sync job is recorded as timed out (its thread cannot be stopped and is left to end);
+* cpu_bound actors run in the CPU process pool (``CpuRunner``).
+
+``Executor.execute`` never raises for anything a job does; only cancellation (and a
+``KeyboardInterrupt``) go through. Per-actor facts and metric children are looked up
+once, not per job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .. import metrics
+from ..exceptions import JobTimedOut
+from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
+from ..logs import get_logger
+from ..registry import Actor, Registry
+from . import outcomes
+from .cpu_runner import CpuRunner
+from .threads import ThreadRunner
+
+log = get_logger(__name__)
+
+ASYNC, SYNC, CPU = "async", "sync", "cpu"
+_decode = json.JSONDecoder().decode
+
+
+@dataclass(slots=True)
+class _Plan:
+    actor: Actor
+    kind: str
+    duration: Any  # Histogram child
+    finished: dict[str, Any]  # outcome -> Counter child
+
+
+class Executor:
+    def __init__(self, registry: Registry, threads: ThreadRunner, cpu: CpuRunner,
+                 result_max_bytes: int) -> None:
+        self._threads = threads
+        self._cpu = cpu
+        self._result_max_bytes = result_max_bytes
+        self._plans: dict[str, _Plan] = {a.name: self._plan(a) for a in registry}
+
+    @staticmethod
+    def _plan(actor: Actor) -> _Plan:
+        kind = CPU if actor.cpu_bound else ASYNC if actor.is_async else SYNC
+        finished = {k.value: metrics.jobs_finished.labels(actor.name, k.value)
+                    for k in OutcomeKind}
+        finished["given_back"] = metrics.jobs_finished.labels(actor.name, "given_back")
+        return _Plan(actor, kind, metrics.job_duration.labels(actor.name), finished)
+
+    @property
+    def has_cpu_actors(self) -> bool:
+        return any(p.kind == CPU for p in self._plans.values())
+
+    async def execute(self, job: ClaimedJob) -> Outcome | None:
+        """Run ``job``; return its outcome, or ``None`` to give it back uncharged."""
+        plan = self._plans.get(job.actor)
+        if plan is None:
+            outcome = outcomes.dead(
+                job, DeadReason.UNKNOWN_ACTOR,
+                f"ActorNotFound: no actor named {job.actor!r} in this worker's registry")
+            metrics.jobs_finished.labels(job.actor, OutcomeKind.DEAD.value).inc()
+            return outcome
+        started = time.perf_counter()
+        if plan.kind == CPU:
+            outcome = await self._cpu.run(job, plan.actor, self._result_max_bytes)
+        else:
+            outcome = await self._run_here(job, plan)
+        plan.duration.observe(time.perf_counter() - started)
+        plan.finished["given_back" if outcome is None else outcome.kind.value].inc()
+        return outcome
+
+    async def _run_here(self, job: ClaimedJob, plan: _Plan) -> Outcome:
+        try:
+            args = _decode(job.args_json)
+            kwargs = _decode(job.kwargs_json)
+            if not isinstance(args, list) or not isinstance(kwargs, dict):
+                raise ValueError("arguments must be a JSON array and a JSON object")
+        except ValueError as exc:
+            return outcomes.dead(job, DeadReason.UNDECODABLE,
+                                 f"undecodable payload: {type(exc).__name__}: {exc}")
+        actor = plan.actor
+        try:
+            if plan.kind == ASYNC:
+                result = await self._run_async(actor, args, kwargs)
+            else:
+                result = await self._run_sync(job, actor, args, kwargs)
+        except asyncio.CancelledError:
+            raise
+        except (Exception, SystemExit) as exc:
+            return outcomes.failed(job, outcomes.describe_error(exc), actor.retry_backoff)
+        return outcomes.succeeded(job, result, self._result_max_bytes)
+
+    @staticmethod
+    async def _run_async(actor: Actor, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if actor.timeout is None:
+            return await actor.fn(*args, **kwargs)
+        try:
+            async with asyncio.timeout(actor.timeout) as scope:
+                return await actor.fn(*args, **kwargs)
+        except TimeoutError:
+            if scope.expired():
+                raise JobTimedOut(f"job ran past its timeout of {actor.timeout}s") from None
+            raise
+
+    async def _run_sync(self, job: ClaimedJob, actor: Actor, args: list[Any],
+                        kwargs: dict[str, Any]) -> Any:
+        future = self._threads.submit(actor.fn, args, kwargs)
+        if actor.timeout is None:
+            return await future
+        try:
+            return await asyncio.wait_for(future, actor.timeout)
+        except TimeoutError:
+            if not future.cancelled():
+                raise
+            log.warning("sync-job-timed-out", job=str(job.id), actor=actor.name,
+                        timeout=actor.timeout,
+                        note="its thread cannot be stopped and runs on until it returns")
+            raise JobTimedOut(f"job ran past its timeout of {actor.timeout}s") from None

@@ -1,0 +1,66 @@
+"""Signals and the parent: how a running worker is told to stop or reload.
+
+* SIGTERM / SIGINT: graceful shutdown; a second one skips what is left of the grace.
+* SIGHUP: re-read ``TASKQ_DSN_FILE`` and rebuild the store's connections; never exits.
+* A workgroup child (``--workgroup-instance``) must not outlive its supervisor: on Linux
+  ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` makes the kernel send SIGTERM when the parent
+  dies, and ``watch_parent`` also polls ``os.getppid()`` (a change means the parent is
+  gone: graceful shutdown) for the platforms and the race prctl does not cover.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import os
+import signal
+import sys
+from collections.abc import Callable
+
+from ..logs import get_logger
+
+log = get_logger(__name__)
+
+PR_SET_PDEATHSIG = 1
+
+
+def install(loop: asyncio.AbstractEventLoop, *, on_stop: Callable[[str], None],
+            on_reload: Callable[[], None]) -> Callable[[], None]:
+    """Route the signals to the worker; returns a function that removes the handlers."""
+    handled: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_stop, sig.name)
+        handled.append(sig)
+    if hasattr(signal, "SIGHUP"):
+        loop.add_signal_handler(signal.SIGHUP, on_reload)
+        handled.append(signal.SIGHUP)
+
+    def remove() -> None:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
+
+    return remove
+
+
+def set_parent_death_signal() -> bool:
+    """Ask the kernel for SIGTERM when our parent dies (Linux only). True if set."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    except OSError as exc:
+        log.warning("parent-death-signal-unavailable", error=str(exc))
+        return False
+    return True
+
+
+async def watch_parent(parent_pid: int, on_gone: Callable[[str], None],
+                       interval: float = 1.0) -> None:
+    """Call ``on_gone`` once when our parent process is no longer ``parent_pid``."""
+    while os.getppid() == parent_pid:  # noqa: ASYNC110 (nothing to wait on)
+        await asyncio.sleep(interval)
+    log.warning("parent-gone", parent_pid=parent_pid, now_parent=os.getppid())
+    on_gone("parent-gone")

@@ -1,0 +1,171 @@
+"""The task supervisor: ``size`` consumer tasks, each death noticed and repaired.
+
+One loop waits on every consumer task (and every pending restart) with
+``asyncio.wait(FIRST_COMPLETED)``. A consumer that ends while the worker is not shutting
+down died: a ``worker died`` line names its exception at once, the alive gauge dips, and
+a replacement is started after the shared ``RestartPolicy`` backoff (0.1 s doubling to
+10 s, full jitter; reset by the first job a replacement finishes, or a quiet minute),
+counted in ``taskq_pool_worker_restarts_total``. More than 10 deaths in 60 s trips the
+crash-loop guard: no more replacements, a critical line, and ``run`` returns
+``GAVE_UP`` so the worker stops claiming, gives its jobs back and exits non-zero.
+
+Shutdown (``stop``, then ``shutdown``) is never counted as a crash: idle consumers are
+cancelled at once, busy ones get ``grace`` seconds to finish their job (cut short by
+``hurry``), then the rest are cancelled; a cancelled consumer gives its job back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Awaitable, Callable
+
+from .. import metrics
+from ..logs import get_logger
+from ..restart import RestartPolicy
+from .consumer import Consumer
+
+log = get_logger(__name__)
+
+
+class SupervisorResult(enum.Enum):
+    STOPPED = "stopped"
+    GAVE_UP = "gave_up"
+
+
+class TaskSupervisor:
+    def __init__(self, size: int, spawn: Callable[[int, Callable[[], None]], Consumer], *,
+                 policy: RestartPolicy | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        self.size = size
+        self._spawn_consumer = spawn
+        self.policy = policy or RestartPolicy(initial=0.1, factor=2.0, maximum=10.0,
+                                              burst_limit=10, burst_window=60.0)
+        self._sleep = sleep
+        self.members: dict[asyncio.Task[None], Consumer] = {}
+        self._restarts: dict[asyncio.Task[None], int] = {}
+        self.restarts = 0
+        self.stopping = False
+        self._stop_requested = asyncio.Event()
+        self._hurry = asyncio.Event()
+
+    @property
+    def alive(self) -> int:
+        return len(self.members)
+
+    def _spawn(self, index: int) -> None:
+        consumer = self._spawn_consumer(index, self.policy.on_success)
+        task = asyncio.create_task(consumer.run(), name=f"taskq-consumer-{index}")
+        self.members[task] = consumer
+        metrics.pool_workers_alive.set(len(self.members))
+
+    async def run(self) -> SupervisorResult:
+        metrics.pool_workers_configured.set(self.size)
+        for index in range(self.size):
+            self._spawn(index)
+        stop_waiter = asyncio.create_task(self._stop_requested.wait(), name="taskq-stop-wait")
+        try:
+            while not self.stopping:
+                done, _ = await asyncio.wait(
+                    {*self.members, *self._restarts, stop_waiter},
+                    return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    if task in self._restarts:
+                        self._restarted(task)
+                    elif task in self.members:
+                        if self._died(task):
+                            return SupervisorResult.GAVE_UP
+            return SupervisorResult.STOPPED
+        finally:
+            stop_waiter.cancel()
+            for timer in self._restarts:
+                timer.cancel()
+            if self._restarts:
+                await asyncio.gather(*self._restarts, return_exceptions=True)
+            self._restarts.clear()
+
+    def _died(self, task: asyncio.Task[None]) -> bool:
+        """A consumer ended; True when the crash-loop guard trips."""
+        consumer = self.members.pop(task)
+        metrics.pool_workers_alive.set(len(self.members))
+        if self.stopping:
+            _log_end_during_shutdown(task, consumer)
+            return False
+        if task.cancelled():
+            reason = "CancelledError: cancelled from outside"
+            exc: BaseException | None = None
+        else:
+            exc = task.exception()
+            reason = f"{type(exc).__name__}: {exc}" if exc else "returned unexpectedly"
+        log.error("worker died", consumer=consumer.index, exception=reason, exc_info=exc)
+        decision = self.policy.on_failure()
+        if decision.give_up:
+            log.critical(
+                "crash-loop-guard-tripped",
+                restarts_in_window=decision.recent,
+                window_seconds=self.policy.burst_window,
+                limit=self.policy.burst_limit,
+                action="stop claiming, give jobs back, exit non-zero",
+            )
+            self.stopping = True
+            return True
+        log.warning("worker-restart-scheduled", consumer=consumer.index,
+                    delay=round(decision.delay, 4), attempt=decision.attempt,
+                    restarts_in_window=decision.recent)
+        timer = asyncio.create_task(self._sleep(decision.delay), name="taskq-restart-timer")
+        self._restarts[timer] = consumer.index
+        return False
+
+    def _restarted(self, timer: asyncio.Task[None]) -> None:
+        index = self._restarts.pop(timer)
+        if self.stopping:
+            return
+        self.restarts += 1
+        metrics.pool_worker_restarts.inc()
+        self._spawn(index)
+        log.info("worker-restarted", consumer=index, alive=len(self.members))
+
+    def stop(self) -> None:
+        """No more replacements; ``run`` returns. Then ``shutdown`` ends the consumers."""
+        self.stopping = True
+        self._stop_requested.set()
+
+    def hurry(self) -> None:
+        """Skip what is left of the grace period (a second signal)."""
+        self._hurry.set()
+
+    async def shutdown(self, grace: float) -> None:
+        """Cancel idle consumers, give busy ones ``grace`` seconds, cancel the rest."""
+        self.stop()
+        for task, consumer in list(self.members.items()):
+            if not consumer.busy:
+                task.cancel()
+        busy = set(self.members)
+        if busy and not self._hurry.is_set():
+            hurry_waiter = asyncio.create_task(self._hurry.wait(), name="taskq-hurry-wait")
+            deadline = asyncio.get_running_loop().time() + grace
+            try:
+                while busy and not self._hurry.is_set():
+                    remaining = deadline - asyncio.get_running_loop().time()
+                    if remaining <= 0:
+                        break
+                    done, _ = await asyncio.wait({*busy, hurry_waiter}, timeout=remaining,
+                                                 return_when=asyncio.FIRST_COMPLETED)
+                    busy -= done
+            finally:
+                hurry_waiter.cancel()
+        for task in self.members:
+            task.cancel()
+        if self.members:
+            await asyncio.wait(set(self.members))
+        for task in list(self.members):
+            self._died(task)
+
+
+def _log_end_during_shutdown(task: asyncio.Task[None], consumer: Consumer) -> None:
+    if task.cancelled():
+        return  # expected: shutdown cancels consumers
+    exc = task.exception()
+    if exc is not None:
+        log.error("worker died", consumer=consumer.index, during="shutdown",
+                  exception=f"{type(exc).__name__}: {exc}", exc_info=exc)

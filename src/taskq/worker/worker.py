@@ -1,0 +1,312 @@
+"""``Worker``: one worker process's parts, started in order and stopped in reverse.
+
+Start: load the registry, open two stores (jobs; heartbeat on a connection of its own),
+check the schema, compare actor configs (drift refuses to start unless forced),
+register the worker row, then run the acker, heartbeat, sweeper, lag monitor, health
+server, CPU pool (only with cpu_bound actors), the task supervisor with its consumers,
+and the fetcher. Every one of those tasks is owned here: if one ends unexpectedly the
+worker logs it (critical) and shuts down with a non-zero exit code.
+
+Stop (``request_stop``: SIGTERM/SIGINT, a vanished parent, the crash-loop guard):
+``/ready`` turns 503; the fetcher stops claiming; jobs claimed but not started are given
+back (no attempt charged); running jobs get ``shutdown_grace`` seconds (a second request
+skips the rest), then are cancelled and given back; acks are flushed; the row is removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+from ..exceptions import ActorConfigDrift, ConfigError, TaskqError
+from ..ids import uuid7
+from ..jobs import WorkerInfo
+from ..logs import get_logger
+from ..registry import Registry, load_registry
+from ..settings import read_dsn_file, redact
+from ..store import Store, create_store
+from . import exit_codes
+from .acker import Acker
+from .buffer import JobBuffer
+from .config import WorkerConfig
+from .consumer import Consumer, RunningJob
+from .cpu_runner import CpuRunner
+from .fetcher import Fetcher
+from .health import HealthServer
+from .heartbeat import Heartbeat
+from .lag import LagMonitor
+from .middleware import Middleware, load_middleware
+from .runners import Executor
+from .supervisor import SupervisorResult, TaskSupervisor
+from .sweeper import Sweeper
+from .threads import ThreadRunner
+
+log = get_logger(__name__)
+
+READY_PING_TIMEOUT = 2.0
+ACK_FLUSH_TIMEOUT = 10.0
+MAX_ACK_BACKLOG = 10_000
+
+
+def validate(config: WorkerConfig) -> None:
+    if config.max_concurrency < 1:
+        raise ConfigError("max_concurrency must be >= 1")
+    if config.heartbeat_interval <= 0 or config.lease <= 0:
+        raise ConfigError("heartbeat interval and lease must be positive")
+    if config.heartbeat_interval >= config.lease:
+        raise ConfigError("the heartbeat interval must be shorter than the lease")
+    if config.poll_interval <= 0:
+        raise ConfigError("poll_interval must be positive")
+    if config.shutdown_grace < 0:
+        raise ConfigError("shutdown_grace must be >= 0")
+    if config.health_port is not None and config.health_socket_path is not None:
+        raise ConfigError("give a health port or a health socket path, not both")
+
+
+class Worker:
+    """A worker process's machinery, usable in-process: ``await Worker(config).run()``."""
+
+    def __init__(self, config: WorkerConfig, *, registry: Registry | None = None,
+                 middleware: Sequence[Middleware] = ()) -> None:
+        validate(config)
+        self.config = config
+        self.id = uuid7()
+        self._registry = registry
+        self._middleware = list(middleware)
+        self._stop_reason: str | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._stop_requests = 0
+        self.shutting_down = False
+        self.exit_code = exit_codes.OK
+        self.running: dict[Any, RunningJob] = {}
+        self.store: Store | None = None
+        self.supervisor: TaskSupervisor | None = None
+        self.health: HealthServer | None = None
+        self.acker: Acker | None = None
+        self.heartbeat: Heartbeat | None = None
+        self.queues: list[str] = []
+        self._owned: set[asyncio.Task[Any]] = set()
+        self._reload_lock: asyncio.Lock | None = None
+
+    # -- control ----------------------------------------------------------------------
+    def request_stop(self, reason: str = "requested", *, immediate: bool = False) -> None:
+        """Begin a graceful shutdown; a second request (or ``immediate``) skips the grace."""
+        self._stop_requests += 1
+        if self._stop_event is None:  # not running yet: stop right after starting
+            self._stop_reason = self._stop_reason or reason
+            return
+        if self._stop_reason is None:
+            self._stop_reason = reason
+            log.info("worker-stopping", worker=str(self.id), reason=reason,
+                     grace=self.config.shutdown_grace)
+            self._stop_event.set()
+        if (immediate or self._stop_requests > 1) and self.supervisor is not None:
+            log.info("worker-stop-hurried", worker=str(self.id), reason=reason)
+            self.supervisor.hurry()
+
+    def request_reload(self) -> None:
+        """SIGHUP: re-read TASKQ_DSN_FILE and rebuild the store connections."""
+        self._own(self.reload_credentials(), "taskq-credentials-reload")
+
+    async def reload_credentials(self) -> bool:
+        path = os.environ.get("TASKQ_DSN_FILE")
+        if not path:
+            log.warning("credentials-reload-failed", reason="TASKQ_DSN_FILE is not set; "
+                        "nothing to re-read (the current connections are kept)")
+            return False
+        assert self._reload_lock is not None
+        async with self._reload_lock:
+            try:
+                dsn = read_dsn_file(path)
+                for store in self._stores():
+                    await store.reconnect(dsn)
+            except Exception as exc:  # any failure keeps the old pool; never exit on SIGHUP
+                log.error("credentials-reload-failed", reason=f"{type(exc).__name__}: {exc}",
+                          dsn_file=path)
+                return False
+        log.info("credentials-reloaded", dsn=redact(dsn), dsn_file=path)
+        return True
+
+    def _stores(self) -> list[Store]:
+        stores = [self.store] if self.store is not None else []
+        if self.heartbeat is not None:
+            stores.append(self.heartbeat.store)
+        return stores
+
+    def _own(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        """A task this worker owns: awaited at shutdown, its death logged at once."""
+        task = asyncio.create_task(coro, name=name)
+        self._owned.add(task)
+        task.add_done_callback(self._owned_done)
+        return task
+
+    def _owned_done(self, task: asyncio.Task[Any]) -> None:
+        self._owned.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            log.error("worker-task-failed", task=task.get_name(),
+                      exception=f"{type(exc).__name__}: {exc}", exc_info=exc)
+
+    # -- run --------------------------------------------------------------------------
+    async def run(self) -> int:
+        """Run until stopped; return the exit code. Start-up problems raise TaskqError."""
+        self._stop_event = asyncio.Event()
+        self._reload_lock = asyncio.Lock()
+        if self._stop_reason is not None:
+            self._stop_event.set()
+        config = self.config
+        registry = self._registry or load_registry(config.actors)
+        if not len(registry):
+            raise ConfigError(f"the registry {config.actors!r} has no actors")
+        middleware = self._middleware + load_middleware(config.middleware)
+        self.queues = list(config.queues) or sorted(registry.queues)
+        store = create_store(config.dsn, config.schema)
+        hb_store = create_store(config.dsn, config.schema)
+        self.store = store
+        opened: list[Store] = []
+        try:
+            for s in (store, hb_store):
+                await s.open()
+                opened.append(s)
+            await store.check_schema()
+            await self._check_actor_configs(store, registry)
+            return await self._serve(store, hb_store, registry, middleware)
+        finally:
+            for s in opened:
+                await s.close()
+
+    async def _check_actor_configs(self, store: Store, registry: Registry) -> None:
+        force = self.config.force_update_actor_config
+        differences = await store.sync_actor_configs([a.config() for a in registry],
+                                                     force=force)
+        if differences and not force:
+            raise ActorConfigDrift(
+                "actor configuration differs from the stored one: " + "; ".join(differences)
+                + " (start with --force-update-actor-config to overwrite it)")
+        if differences:
+            log.warning("actor-config-updated", differences=differences)
+
+    async def _serve(self, store: Store, hb_store: Store, registry: Registry,
+                     middleware: list[Middleware]) -> int:
+        config = self.config
+        info = WorkerInfo(id=self.id, pid=os.getpid(), hostname=socket.gethostname(),
+                          queues=self.queues, worker_label=config.worker_label,
+                          workgroup_instance=config.workgroup_instance)
+        threads = ThreadRunner()
+        cpu = CpuRunner(config)
+        executor = Executor(registry, threads, cpu, config.result_max_bytes)
+        buffer = JobBuffer(config.max_concurrency, config.prefetch)
+        acker = self.acker = Acker(store, self.id)
+        heartbeat = self.heartbeat = Heartbeat(hb_store, info, interval=config.heartbeat_interval,
+                                               lease=config.lease)
+        sweeper = Sweeper(store, interval=min(config.sweep_interval, max(config.lease / 2, 0.5)),
+                          prune_interval=config.prune_interval,
+                          retention_succeeded=config.retention_succeeded,
+                          retention_workers=config.retention_workers)
+        lag = LagMonitor(self._running_actors)
+        health = self.health = HealthServer(ready=self._ready, port=config.health_port,
+                                            host=config.health_host,
+                                            socket_path=config.health_socket_path)
+
+        def spawn(index: int, on_success: Callable[[], None]) -> Consumer:
+            return Consumer(index, buffer=buffer, executor=executor, acker=acker,
+                            running=self.running, middleware=middleware,
+                            stopping=lambda: self.shutting_down, on_success=on_success)
+
+        supervisor = self.supervisor = TaskSupervisor(config.max_concurrency, spawn)
+        fetcher = Fetcher(store, self.id, self.queues, buffer, lease=config.lease,
+                          poll_interval=config.poll_interval,
+                          excluded_actors=lambda: cpu.excluded_actors,
+                          can_claim=lambda: acker.pending < MAX_ACK_BACKLOG)
+        await heartbeat.register()
+        log.info("worker-started", worker=str(self.id), pid=info.pid, queues=self.queues,
+                 concurrency=config.max_concurrency, label=config.worker_label,
+                 store=store.display_dsn, actors=len(registry))
+        tasks: dict[asyncio.Task[Any], str] = {}
+        try:
+            await health.start()
+            if executor.has_cpu_actors:
+                await cpu.start()
+            for coro, name in ((acker.run(), "acker"), (heartbeat.run(), "heartbeat"),
+                               (sweeper.run(), "sweeper"), (lag.run(), "lag-monitor"),
+                               (supervisor.run(), "supervisor"), (fetcher.run(), "fetcher")):
+                tasks[asyncio.create_task(coro, name=f"taskq-{name}")] = name
+            stop_waiter = asyncio.create_task(self._stop_event.wait(), name="taskq-stop")  # type: ignore[union-attr]
+            done, _ = await asyncio.wait({*tasks, stop_waiter},
+                                         return_when=asyncio.FIRST_COMPLETED)
+            stop_waiter.cancel()
+            self._judge_early_exit(done, tasks)
+            await self._shutdown(tasks, fetcher, buffer, supervisor, acker, cpu)
+        finally:
+            self.shutting_down = True
+            lag.close()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for task in list(self._owned):
+                task.cancel()
+            await asyncio.gather(*self._owned, return_exceptions=True)
+            await cpu.close(0)
+            await heartbeat.unregister()
+            await health.close()
+            threads.close()
+        log.info("worker-stopped", worker=str(self.id), exit_code=self.exit_code,
+                 reason=self._stop_reason)
+        return self.exit_code
+
+    def _judge_early_exit(self, done: set[asyncio.Task[Any]],
+                          tasks: dict[asyncio.Task[Any], str]) -> None:
+        """A part ended before a stop was asked for: the crash-loop guard, or a failure."""
+        for task in done:
+            name = tasks.get(task)
+            if name is None:
+                continue
+            if name == "supervisor" and not task.cancelled() and task.exception() is None:
+                if task.result() is SupervisorResult.GAVE_UP:
+                    self.exit_code = exit_codes.CRASH_LOOP
+                    self._stop_reason = self._stop_reason or "crash-loop-guard"
+                    continue
+            exc = None if task.cancelled() else task.exception()
+            log.critical("worker-component-died", component=name,
+                         exception=f"{type(exc).__name__}: {exc}" if exc else "ended",
+                         exc_info=exc)
+            self.exit_code = exit_codes.COMPONENT_FAILED
+            self._stop_reason = self._stop_reason or f"{name} died"
+
+    async def _shutdown(self, tasks: dict[asyncio.Task[Any], str], fetcher: Fetcher,
+                        buffer: JobBuffer, supervisor: TaskSupervisor, acker: Acker,
+                        cpu: CpuRunner) -> None:
+        self.shutting_down = True
+        by_name = {name: task for task, name in tasks.items()}
+        fetcher.stop()
+        await asyncio.wait({by_name["fetcher"]})  # ends after the claim in hand
+        unstarted = buffer.drain()
+        acker.give_back(unstarted)
+        if unstarted:
+            log.info("jobs-given-back", count=len(unstarted), why="claimed, not started")
+        supervisor.stop()
+        await asyncio.wait({by_name["supervisor"]})
+        if self._stop_requests > 1:
+            supervisor.hurry()
+        await supervisor.shutdown(self.config.shutdown_grace)
+        acker.give_back(buffer.drain())
+        await cpu.close(0)
+        await acker.close(by_name["acker"], ACK_FLUSH_TIMEOUT)
+
+    # -- views ------------------------------------------------------------------------
+    def _running_actors(self) -> list[str]:
+        return sorted({r.job.actor for r in list(self.running.values())})
+
+    async def _ready(self) -> tuple[bool, str]:
+        if self.shutting_down or self._stop_reason is not None:
+            return False, "shutting down"
+        if self.store is None:
+            return False, "starting"
+        try:
+            await asyncio.wait_for(self.store.ping(), READY_PING_TIMEOUT)
+        except (TaskqError, TimeoutError) as exc:
+            return False, f"store unavailable: {type(exc).__name__}: {exc}"
+        return True, "ready"

@@ -1,0 +1,117 @@
+"""Running workers in tests: in-process (``Worker``) and as real ``taskq worker`` processes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from taskq.store import Store
+from taskq.worker import Worker, WorkerConfig
+from tests.helpers import async_wait_until, wait_until
+
+ROOT = Path(__file__).resolve().parents[1]
+ACTORS = "tests.worker_actors:registry"
+FAST = {"heartbeat_interval": 0.3, "lease": 2.0, "poll_interval": 0.1, "shutdown_grace": 5.0}
+
+
+def config_for(target: Any, **overrides: Any) -> WorkerConfig:
+    values: dict[str, Any] = {"actors": ACTORS, "dsn": target.dsn, "schema": target.schema,
+                              "max_concurrency": 4, **FAST}
+    values.update(overrides)
+    return WorkerConfig(**values)
+
+
+@contextlib.asynccontextmanager
+async def running_worker(target: Any, *, middleware: Sequence[Any] = (),
+                         **overrides: Any) -> AsyncIterator[Worker]:
+    worker = Worker(config_for(target, **overrides), middleware=middleware)
+    task = asyncio.create_task(worker.run())
+
+    async def started() -> bool:
+        if task.done():
+            task.result()  # start-up failed: raise it here
+        return worker.supervisor is not None and worker.supervisor.alive > 0
+
+    await async_wait_until(started, timeout=20, what="the worker to start")
+    try:
+        yield worker
+    finally:
+        worker.request_stop("test over")
+        worker.exit_code = await asyncio.wait_for(task, 60)
+
+
+async def wait_for_states(store: Store, ids: Sequence[Any], states: set[str], *,
+                          timeout: float = 30.0) -> list[Any]:
+    async def all_there() -> list[Any] | None:
+        jobs = [await store.get_job(i) for i in ids]
+        return jobs if all(j is not None and j.state in states for j in jobs) else None
+
+    return await async_wait_until(all_there, timeout=timeout,
+                                  what=f"{len(ids)} jobs to reach {sorted(states)}")
+
+
+class WorkerProcess:
+    """A real ``python -m taskq worker`` subprocess with its stderr (JSON logs) captured."""
+
+    def __init__(self, target: Any, *args: str, env: dict[str, str] | None = None,
+                 log_path: Path) -> None:
+        self.log_path = log_path
+        self._log = open(log_path, "wb")  # closed in wait()
+        full_env = dict(target.env if env is None else env)
+        full_env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(ROOT), full_env.get("PYTHONPATH", "")) if p)
+        cmd = [sys.executable, "-m", "taskq", "worker", "--actors", ACTORS,
+               "--heartbeat-interval", "0.3", "--lease", "2", "--poll-interval", "0.1", *args]
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL,
+                                     stderr=self._log)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def logs(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                out.append(json.loads(line))
+        return out
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        return [e for e in self.logs() if e.get("event") == name]
+
+    def wait_for_event(self, name: str, timeout: float = 20.0) -> dict[str, Any]:
+        def seen() -> dict[str, Any] | None:
+            found = self.events(name)
+            if not found and self.proc.poll() is not None:
+                raise AssertionError(f"worker exited ({self.proc.returncode}) before {name!r}:\n"
+                                     + self.log_path.read_text())
+            return found[0] if found else None
+
+        return wait_until(seen, timeout=timeout, what=f"log event {name!r}")
+
+    def signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def wait(self, timeout: float = 60.0) -> int:
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self._log.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.wait(10)
+
+
+def deadline(seconds: float) -> float:
+    return time.monotonic() + seconds
