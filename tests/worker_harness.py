@@ -115,3 +115,55 @@ class WorkerProcess:
 
 def deadline(seconds: float) -> float:
     return time.monotonic() + seconds
+
+
+def _request(path: str) -> bytes:
+    return f"GET {path} HTTP/1.0\r\nHost: taskq\r\n\r\n".encode()
+
+
+def _parse(raw: bytes) -> tuple[int, str]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body.decode()
+
+
+async def http_get(path: str, *, socket_path: str | None = None,
+                   port: int | None = None) -> tuple[int, str]:
+    """GET from a worker's health server (Unix socket or 127.0.0.1:port)."""
+    if socket_path is not None:
+        reader, writer = await asyncio.open_unix_connection(socket_path)
+    else:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(_request(path))
+    await writer.drain()
+    raw = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    await writer.wait_closed()
+    return _parse(raw)
+
+
+def http_get_sync(path: str, *, socket_path: str | None = None,
+                  port: int | None = None) -> tuple[int, str]:
+    import socket
+
+    if socket_path is not None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        address: Any = socket_path
+    else:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        address = ("127.0.0.1", port)
+    with sock:
+        sock.settimeout(10)
+        sock.connect(address)
+        sock.sendall(_request(path))
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return _parse(b"".join(chunks))
+
+
+def metric_value(text: str, name: str) -> float | None:
+    """The value of an unlabelled sample in Prometheus text."""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None

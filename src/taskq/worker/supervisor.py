@@ -97,7 +97,8 @@ class TaskSupervisor:
         else:
             exc = task.exception()
             reason = f"{type(exc).__name__}: {exc}" if exc else "returned unexpectedly"
-        log.error("worker died", consumer=consumer.index, exception=reason, exc_info=exc)
+        log.error("worker died", consumer=consumer.index, exception=reason,
+                  alive=len(self.members), exc_info=exc)
         decision = self.policy.on_failure()
         if decision.give_up:
             log.critical(

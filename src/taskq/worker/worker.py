@@ -26,6 +26,7 @@ from ..ids import uuid7
 from ..jobs import WorkerInfo
 from ..logs import get_logger
 from ..registry import Registry, load_registry
+from ..restart import RestartPolicy
 from ..settings import read_dsn_file, redact
 from ..store import Store, create_store
 from . import exit_codes
@@ -70,8 +71,10 @@ class Worker:
     """A worker process's machinery, usable in-process: ``await Worker(config).run()``."""
 
     def __init__(self, config: WorkerConfig, *, registry: Registry | None = None,
-                 middleware: Sequence[Middleware] = ()) -> None:
+                 middleware: Sequence[Middleware] = (),
+                 restart_policy: RestartPolicy | None = None) -> None:
         validate(config)
+        self._restart_policy = restart_policy
         self.config = config
         self.id = uuid7()
         self._registry = registry
@@ -216,7 +219,8 @@ class Worker:
                             running=self.running, middleware=middleware,
                             stopping=lambda: self.shutting_down, on_success=on_success)
 
-        supervisor = self.supervisor = TaskSupervisor(config.max_concurrency, spawn)
+        supervisor = self.supervisor = TaskSupervisor(config.max_concurrency, spawn,
+                                                      policy=self._restart_policy)
         fetcher = Fetcher(store, self.id, self.queues, buffer, lease=config.lease,
                           poll_interval=config.poll_interval,
                           excluded_actors=lambda: cpu.excluded_actors,
