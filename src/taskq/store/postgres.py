@@ -65,7 +65,10 @@ def channel_for(schema: str) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
+    """The error on one line: the server's primary message, else the client's text."""
+    diag = getattr(exc, "diag", None)
+    primary = diag.message_primary if diag is not None else None
+    text = (primary or str(exc)).strip() or type(exc).__name__
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 

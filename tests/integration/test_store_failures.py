@@ -1,0 +1,144 @@
+"""How the stores fail: lost connections, unreachable servers, unwritable files, missing
+schema. Each failure is one clear taskq error, and the store recovers when it can."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from taskq.exceptions import ConfigError, InvalidDSN, SchemaNotMigrated, StoreUnavailable
+from taskq.ids import uuid7
+from taskq.store import create_store
+
+from .storekit import another_store, spec
+
+
+def tagged(dsn: str) -> tuple[str, str]:
+    """The DSN with an application_name only this test's connections carry."""
+    name = f"taskq_test_{secrets.token_hex(4)}"
+    return f"{dsn}{'&' if '?' in dsn else '?'}application_name={name}", name
+
+
+def terminate(dsn: str, application_name: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE application_name = %s AND pid <> pg_backend_pid()",
+            (application_name,)).fetchall()
+    return len(rows)
+
+
+async def test_killed_connection_is_store_unavailable_once_then_recovers(pg_target):
+    dsn, app = tagged(pg_target.dsn)
+    store = create_store(dsn, pg_target.schema)
+    await store.open()
+    try:
+        await store.migrate()
+        await store.enqueue([spec()])
+        assert terminate(pg_target.dsn, app) >= 1
+        with pytest.raises(StoreUnavailable) as info:
+            await store.stats()
+        assert isinstance(info.value.__cause__, psycopg.OperationalError)
+        assert "\n" not in str(info.value) and "127.0.0.1" in str(info.value)
+        assert (await store.stats())["queued"] == 1  # the pool dropped the dead connection
+    finally:
+        await store.close()
+
+
+async def test_listener_reconnects_after_its_connection_is_killed(pg_target):
+    dsn, app = tagged(pg_target.dsn)
+    store = create_store(dsn, pg_target.schema)
+    await store.open()
+    try:
+        await store.migrate()
+        assert await store.wait_for_jobs(["default"], timeout=0.0) is False  # now listening
+        terminate(pg_target.dsn, app)
+        assert await store.wait_for_jobs(["default"], timeout=0.2) is False  # falls back
+        assert await store.wait_for_jobs(["default"], timeout=0.0) is False  # listens again
+        async with another_store(pg_target) as producer:
+            await producer.enqueue([spec()])
+        assert await store.wait_for_jobs(["default"], timeout=20.0) is True
+    finally:
+        await store.close()
+
+
+async def test_unreachable_postgres_fails_fast_with_one_redacted_line():
+    store = create_store("postgresql://root:s3cret@127.0.0.1:1/test", "taskq")
+    with pytest.raises(StoreUnavailable) as info:
+        await store.open()
+    message = str(info.value)
+    assert message.startswith("cannot connect to Postgres at postgresql://root:***@127.0.0.1:1/test")
+    assert "s3cret" not in message and "\n" not in message
+    assert store.display_dsn == "postgresql://root:***@127.0.0.1:1/test"
+    await store.close()
+
+
+def test_bad_dsn_and_schema_are_config_errors():
+    with pytest.raises(InvalidDSN):
+        create_store("mysql://x@y/z")
+    with pytest.raises(ConfigError, match="invalid schema name"):
+        create_store("postgresql://root@127.0.0.1/test", "Robert'); DROP")
+
+
+async def test_postgres_reconnect_keeps_the_old_pool_when_the_new_dsn_fails(pg_target):
+    async with another_store(pg_target) as store:
+        await store.migrate()
+        with pytest.raises(StoreUnavailable):
+            await store.reconnect("postgresql://root@127.0.0.1:1/test")
+        assert "127.0.0.1:1" not in store.display_dsn
+        await store.ping()
+        await store.reconnect(pg_target.dsn)  # a good one replaces the pool
+        assert (await store.stats())["queued"] == 0
+
+
+async def test_sqlite_reconnect_reopens_the_file(sqlite_target):
+    async with another_store(sqlite_target) as store:
+        await store.migrate()
+        await store.enqueue([spec()])
+        await store.reconnect()
+        assert (await store.stats())["queued"] == 1
+
+
+async def test_unwritable_sqlite_location_is_one_clear_line(tmp_path: Path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    store = create_store(f"sqlite:///{blocker}/sub/taskq.sqlite3")
+    with pytest.raises(StoreUnavailable) as info:
+        await store.open()
+    assert str(info.value).startswith("cannot create the directory of SQLite database")
+    assert "\n" not in str(info.value)
+    await store.close()
+
+
+async def test_sqlite_creates_missing_parent_directories(tmp_path: Path):
+    path = tmp_path / "deep" / "er" / "taskq.sqlite3"
+    store = create_store(f"sqlite:///{path}")
+    await store.open()
+    try:
+        assert await store.migrate() == ["0001_initial"]
+        assert path.exists()
+    finally:
+        await store.close()
+
+
+async def test_unmigrated_store_raises_schema_not_migrated(target):
+    store = create_store(target.dsn, target.schema)
+    await store.open()
+    try:
+        with pytest.raises(SchemaNotMigrated, match="taskq migrate"):
+            await store.check_schema()
+        with pytest.raises(SchemaNotMigrated, match="taskq migrate"):
+            await store.get_job(uuid7())
+        with pytest.raises(SchemaNotMigrated):
+            await store.enqueue([spec()])
+    finally:
+        await store.close()
+
+
+async def test_calls_before_open_are_store_unavailable(target):
+    store = create_store(target.dsn, target.schema)
+    with pytest.raises(StoreUnavailable, match="not open"):
+        await store.stats()
