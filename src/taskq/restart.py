@@ -75,7 +75,7 @@ class RestartPolicy:
         try:
             value = self.initial * self.factor ** max(attempt - 1, 0)
         except OverflowError:
-            return self.maximum
+            return self.maximum if self.initial > 0 else 0.0
         return min(self.maximum, value)
 
     def on_failure(self) -> RestartDecision:
