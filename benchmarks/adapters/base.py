@@ -1,0 +1,68 @@
+"""What the harness knows about a system under test, and how it runs one scenario."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import venvs
+
+PEERS = Path(__file__).resolve().parent.parent / "peers"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    python: Path | None
+    version: str | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Adapter:
+    name: str  # the system's key in results and on the command line
+    label: str  # what the table header says
+    dist: str  # distribution whose version is reported
+    script: str  # peers/<script>: one scenario per invocation, one JSON line out
+    backend: str  # postgres | sqlite | redis
+    defaults: str  # the settings used, in words (docs and JSON)
+    requirements: tuple[str, ...] = ()  # () = the project's own interpreter
+    #: scenario -> why it does not apply ("n/a (...)"), shown instead of a number
+    not_applicable: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_taskq(self) -> bool:
+        return not self.requirements
+
+    def prepare(self, *, offline: bool) -> Prepared:
+        if self.is_taskq:
+            return Prepared(Path(sys.executable), venvs.installed_version(
+                Path(sys.executable), self.dist))
+        built = venvs.ensure(self.name, self.requirements, offline=offline)
+        if built.python is None:
+            return Prepared(None, None, built.error)
+        return Prepared(built.python, venvs.installed_version(built.python, self.dist))
+
+    def run(self, python: Path, scenario: str, dsn: str, workdir: Path,
+            params: dict[str, object], timeout: float) -> dict:
+        cmd = [str(python), str(PEERS / self.script), scenario, "--dsn", dsn,
+               "--path", str(workdir)]
+        for key, value in params.items():
+            cmd += [f"--{key}", str(value)]
+        workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                                  cwd=PEERS)
+        except subprocess.TimeoutExpired:
+            return {"ok": False, "error": f"timed out after {timeout:.0f}s"}
+        (workdir / f"{scenario}.stderr").write_text(proc.stderr)
+        for line in reversed(proc.stdout.strip().splitlines()):
+            if line.startswith("{"):
+                try:
+                    return json.loads(line)
+                except json.JSONDecodeError:
+                    break
+        err = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        return {"ok": False, "error": f"no result line (exit {proc.returncode}): {err[:300]}"}

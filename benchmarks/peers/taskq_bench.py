@@ -1,0 +1,365 @@
+"""taskq under the shared scenarios, plus its own (claim scaling, RSS, workgroup recovery,
+the pgbench ceiling). Runs with the project's interpreter (the harness passes
+``sys.executable``), never in a peer's venv.
+
+The worker is the real ``taskq worker`` command (``python -m taskq worker``) with its
+defaults (``--max-concurrency 10``, 2 s heartbeat, 10 s lease); "at 32" passes
+``--max-concurrency 32``. Producers use ``taskq.AsyncClient``: ``enqueue_many`` for
+batches, ``enqueue`` one at a time. ``--dsn sqlite:///...`` runs the same scenarios on
+the SQLite store (scenario f).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from uuid import UUID
+
+import _common
+
+import taskq
+from taskq.ids import uuid7
+from taskq.jobs import Outcome, OutcomeKind
+
+HERE = Path(__file__).resolve().parent
+SCHEMA = "taskq"
+ACTOR = "noop"
+
+
+def taskq_env(dsn: str) -> dict[str, str]:
+    return {"TASKQ_DSN": dsn, "TASKQ_SCHEMA": SCHEMA, "TASKQ_LOG_FORMAT": "json",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE),
+                                                        os.environ.get("PYTHONPATH")]))}
+
+
+class TaskqPeer(_common.Peer):
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.script = __file__
+        self.workdir = Path(args.path)
+        self.dsn = args.dsn
+        self.runner = asyncio.Runner()
+        self.client = taskq.AsyncClient(args.dsn, schema=SCHEMA)
+        self.runner.run(self.client.open())
+        self.runner.run(self.client.store.migrate())
+
+    @property
+    def store(self):
+        return self.client.store
+
+    def enqueue_keys(self, keys: Sequence[str], batch: int) -> None:
+        for start in range(0, len(keys), batch):
+            self.enqueue_batch(keys[start:start + batch])
+
+    def enqueue_batch(self, keys: Sequence[str]) -> None:
+        self.runner.run(self.client.enqueue_many(ACTOR, [((k,), {}) for k in keys]))
+
+    def enqueue_one(self, key: str) -> None:
+        self.runner.run(self.client.enqueue(ACTOR, key))
+
+    def pending(self) -> int:
+        counts = self.runner.run(self.client.stats())
+        return counts["queued"] + counts["running"]
+
+    def describe_stuck(self) -> str:
+        return f"not re-run; states: {self.runner.run(self.client.stats())}"
+
+    def worker_cmd(self, args: argparse.Namespace) -> list[str]:
+        cmd = [sys.executable, "-m", "taskq", "worker", "--actors", "taskq_actors:registry"]
+        if args.concurrency:
+            cmd += ["--max-concurrency", str(args.concurrency)]
+        return cmd
+
+    def worker_env(self) -> dict[str, str]:
+        return taskq_env(self.dsn)
+
+    def close(self) -> None:
+        self.runner.run(self.client.close())
+        self.runner.close()
+
+
+# -- (d) recovery under a workgroup -------------------------------------------------------
+WORKGROUP_TOML = """\
+actors = "taskq_actors:registry"
+
+[defaults]
+max_concurrency = {concurrency}
+
+[supervisor]
+http_port = 0
+
+[[workers]]
+name = "bench"
+queues = ["default"]
+"""
+
+
+def recovery_workgroup(peer: TaskqPeer, args: argparse.Namespace) -> dict:
+    """A workgroup with one child runs ``inflight`` blocking jobs; SIGKILL the child;
+    time until every job has started again (in the replacement child)."""
+    events = peer.workdir / "recovery-wg.events"
+    events.unlink(missing_ok=True)
+    toml = peer.workdir / "workgroup.toml"
+    toml.write_text(WORKGROUP_TOML.format(concurrency=max(10, args.inflight)))
+    keys = [f"r{i}" for i in range(args.inflight)]
+    env = {_common.EVENTS_ENV: str(events), _common.HOLD_ENV: "3600", **peer.worker_env()}
+    log = peer.workdir / "recovery-wg.log"
+    sup = _common.spawn([sys.executable, "-m", "taskq", "workgroup", "start", str(toml)],
+                        env, log)
+    try:
+        peer.enqueue_keys(keys, len(keys))
+
+        def starts() -> list[tuple[str, float, int]]:
+            return [(key, t, pid) for kind, key, t, pid in _common.read_events(events)
+                    if kind == "start"]
+
+        try:
+            _common.wait_for(lambda: len(starts()) >= len(keys) or sup.poll() is not None,
+                             60.0, "the workgroup child to start every job", 0.05)
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}; log: {_common.tail(log)}") from None
+        if sup.poll() is not None:
+            raise RuntimeError(f"workgroup exited {sup.returncode}: {_common.tail(log)}")
+        child = starts()[0][2]
+        killed_at = time.time()
+        os.kill(child, signal.SIGKILL)
+        _common.wait_for(lambda: len({k for k, _t, pid in starts() if pid != child})
+                         == len(keys), args.observe, "the jobs to run again", 0.01)
+        again = {k: t for k, t, pid in starts() if pid != child}
+    finally:
+        _common.stop(sup, grace=15.0)
+    delays = sorted(t - killed_at for t in again.values())
+    return {"recovered": True, "inflight": len(keys), "first_s": delays[0],
+            "all_s": delays[-1], "median_s": statistics.median(delays)}
+
+
+# -- (e) claim latency against table size ---------------------------------------------------
+FILL_SQL = """
+INSERT INTO {schema}.jobs (id, actor, queue, args, kwargs, priority, state, attempt,
+                           max_attempts, max_crashes, idempotent, run_at, created_at,
+                           started_at, finished_at)
+SELECT gen_random_uuid(), 'noop', 'default', '["x"]', '{{}}', 0, %(state)s,
+       CASE WHEN %(state)s = 'succeeded' THEN 1 ELSE 0 END, 3, 2, true,
+       now() - interval '1 hour', now() - interval '1 hour',
+       CASE WHEN %(state)s = 'succeeded' THEN now() - interval '1 hour' END,
+       CASE WHEN %(state)s = 'succeeded' THEN now() - interval '1 hour' END
+FROM generate_series(1, %(n)s)
+"""
+
+
+def claim_scaling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
+    """Claim + complete batches of ``batch`` against tables of growing size.
+
+    ``--n`` is the largest size; sizes are n/100, n/10, n queued rows, then n finished
+    (succeeded) rows retained beside n/100 queued. Rows are built with one
+    ``INSERT ... SELECT generate_series`` and the table is VACUUM ANALYZEd, as
+    autovacuum would have done on a live table."""
+    import psycopg
+
+    sizes = [("queued", max(1, args.n // 100)), ("queued", max(1, args.n // 10)),
+             ("queued", args.n), ("finished", args.n)]
+    rounds = args.single
+    worker_id = uuid7()
+    out = {}
+    with psycopg.connect(peer.dsn, autocommit=True) as conn:
+        for label, size in sizes:
+            conn.execute(f"TRUNCATE {SCHEMA}.jobs")
+            t0 = time.perf_counter()
+            if label == "queued":
+                conn.execute(FILL_SQL.format(schema=SCHEMA), {"state": "queued", "n": size})
+            else:
+                conn.execute(FILL_SQL.format(schema=SCHEMA), {"state": "succeeded", "n": size})
+                conn.execute(FILL_SQL.format(schema=SCHEMA),
+                             {"state": "queued", "n": max(1, args.n // 100)})
+            conn.execute(f"VACUUM ANALYZE {SCHEMA}.jobs")
+            build_s = time.perf_counter() - t0
+            claim_ms, complete_ms = peer.runner.run(
+                _claim_rounds(peer.store, worker_id, rounds, args.batch))
+            key = f"{label}_{size}"
+            out[key] = {
+                "rows": size, "build_s": build_s,
+                "claim_p50_ms": _common.percentile(claim_ms, 50),
+                "claim_p99_ms": _common.percentile(claim_ms, 99),
+                "complete_p50_ms": _common.percentile(complete_ms, 50),
+                "complete_p99_ms": _common.percentile(complete_ms, 99),
+                "cycle_p50_ms": _common.percentile(
+                    [a + b for a, b in zip(claim_ms, complete_ms, strict=True)], 50),
+            }
+        conn.execute(f"TRUNCATE {SCHEMA}.jobs")
+    return {"batch": args.batch, "rounds": rounds, "sizes": out}
+
+
+async def _claim_rounds(store, worker_id: UUID, rounds: int,
+                        batch: int) -> tuple[list[float], list[float]]:
+    claim_ms, complete_ms = [], []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        jobs = await store.claim(worker_id, ["default"], batch, 10.0)
+        t1 = time.perf_counter()
+        await store.complete(worker_id, [Outcome(job_id=j.id, attempt=j.attempt,
+                                                 kind=OutcomeKind.SUCCEEDED) for j in jobs])
+        t2 = time.perf_counter()
+        claim_ms.append((t1 - t0) * 1000.0)
+        complete_ms.append((t2 - t1) * 1000.0)
+    return claim_ms, complete_ms
+
+
+# -- (g) the ceiling: pgbench running the store's own claim + complete SQL -------------------
+def pgbench_script(batch: int) -> str:
+    """The store's ``claim`` and ``complete`` blocks from postgres.sql, verbatim, with
+    psycopg parameters turned into pgbench variables. The claim's RETURNING rows are
+    aggregated into two arrays (``\\gset``) that feed ``complete``, as the acker does."""
+    from taskq.store.sqlfile import parse_queries
+
+    sql_path = Path(taskq.__file__).parent / "store" / "postgres.sql"
+    queries = parse_queries(sql_path.read_text(), source=str(sql_path))
+    claim, complete = queries["claim"], queries["complete"]
+    split = claim.index("\nUPDATE jobs")
+    claim = (claim[:split] + ", claimed AS (" + claim[split:] + ")\n"
+             "SELECT coalesce(array_agg(id), '{}')::text AS ids, "
+             "coalesce(array_agg(attempt), '{}')::text AS atts FROM claimed")
+    count = "cardinality(:'ids'::uuid[])"
+    params = {
+        "queues": "'{default}'", "exclude_actors": "'{}'", "limit": str(batch),
+        "lease": "10", "worker_id": "'01890000-0000-7000-8000-000000000001'::uuid",
+        "channel": "'taskq_taskq'", "ids": ":'ids'", "attempts": ":'atts'",
+        "kinds": f"array_fill('succeeded'::text, ARRAY[{count}])",
+        "results": f"array_fill(NULL::text, ARRAY[{count}])",
+        "errors": f"array_fill(NULL::text, ARRAY[{count}])",
+        "delays": f"array_fill(0::float8, ARRAY[{count}])",
+        "reasons": f"array_fill(NULL::text, ARRAY[{count}])",
+    }
+
+    def fill(sql: str) -> str:
+        sql = re.sub(r"%\((\w+)\)s", lambda m: params[m.group(1)], sql)
+        return " ".join(line.split("--")[0].strip() for line in sql.splitlines()).strip()
+
+    return f"{fill(claim)}\n\\gset\n{fill(complete)};\n"
+
+
+def ceiling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
+    """pgbench, ``concurrency`` clients, each transaction = one claim of ``batch`` + one
+    complete, until ``n`` queued rows are gone. Jobs/s = rows finished / wall time."""
+    import psycopg
+
+    pgbench = shutil.which("pgbench")
+    if pgbench is None:
+        return {"ok": False, "error": "pgbench not found on PATH"}
+    script = pgbench_script(args.batch)
+    out = {"batch": args.batch, "script": script}
+    for clients in sorted({1, max(1, args.concurrency or 2)}):
+        with psycopg.connect(peer.dsn, autocommit=True) as conn:
+            conn.execute(f"TRUNCATE {SCHEMA}.jobs")
+            conn.execute(FILL_SQL.format(schema=SCHEMA), {"state": "queued", "n": args.n})
+            conn.execute(f"VACUUM ANALYZE {SCHEMA}.jobs")
+        per_client = max(1, args.n // (clients * args.batch))
+        with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as fh:
+            fh.write(script)
+        env = dict(os.environ, PGOPTIONS=f"-c search_path={SCHEMA}")
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [pgbench, "-n", "-M", "prepared", "-f", fh.name, "-c", str(clients),
+             "-j", str(clients), "-t", str(per_client), peer.dsn],
+            capture_output=True, text=True, env=env, timeout=args.timeout)
+        wall = time.perf_counter() - t0
+        os.unlink(fh.name)
+        if proc.returncode != 0:
+            return {"ok": False, "error": "pgbench failed: " + proc.stderr.strip()[-400:]}
+        with psycopg.connect(peer.dsn, autocommit=True) as conn:
+            done = conn.execute(
+                f"SELECT count(*) FROM {SCHEMA}.jobs WHERE state = 'succeeded'").fetchone()[0]
+        tps = re.search(r"tps = ([\d.]+) \(without initial", proc.stdout)
+        out[f"clients_{clients}"] = {
+            "jobs": done, "wall_s": wall, "jobs_per_s": done / wall,
+            "tps": float(tps.group(1)) if tps else None,
+        }
+    out["jobs_per_s"] = max(v["jobs_per_s"] for k, v in out.items() if k.startswith("clients_"))
+    return out
+
+
+# -- (h) worker RSS over a long drain ---------------------------------------------------------
+def rss_kib(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def rss(peer: TaskqPeer, args: argparse.Namespace) -> dict:
+    """Enqueue ``n`` jobs in chunks while one worker drains them; sample the worker's
+    VmRSS every ``interval`` seconds. Progress comes from the job bodies' tick events
+    (one line per 10,000 jobs), so the driver sends the database nothing but enqueues."""
+    events = peer.workdir / "rss.events"
+    events.unlink(missing_ok=True)
+    env = {_common.EVENTS_ENV: str(events), _common.EXPECT_ENV: str(args.n),
+           **peer.worker_env()}
+    log = peer.workdir / "rss-worker.log"
+    proc = _common.spawn(peer.worker_cmd(args), env, log)
+    samples: list[tuple[float, int, int]] = []  # (seconds, done jobs, rss KiB)
+    chunk = 10_000
+    t0 = time.time()
+    try:
+        enqueued = 0
+        next_sample = 0.0
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"worker exited {proc.returncode}: {_common.tail(log)}")
+            rows = _common.read_events(events) if events.exists() else []
+            done = max([int(key) for kind, key, _t, _p in rows if kind in ("tick", "last")],
+                       default=0)
+            if enqueued < args.n and enqueued - done < 3 * chunk:
+                take = min(chunk, args.n - enqueued)
+                peer.enqueue_keys([str(i) for i in range(enqueued, enqueued + take)], 1000)
+                enqueued += take
+            now = time.time() - t0
+            if now >= next_sample or done >= args.n:
+                kib = rss_kib(proc.pid)
+                if kib is not None:
+                    samples.append((now, done, kib))
+                next_sample = now + args.interval
+                if done >= args.n:
+                    break
+            if now > args.timeout:
+                raise TimeoutError(f"{done}/{args.n} jobs after {args.timeout:.0f}s")
+            time.sleep(0.2)
+    finally:
+        _common.stop(proc)
+    kib = [s[2] for s in samples]
+    tenth = max(1, len(kib) // 10)
+    return {"jobs": args.n, "seconds": samples[-1][0], "samples": samples,
+            "jobs_per_s": args.n / samples[-1][0],
+            "rss_start_mib": statistics.median(kib[:tenth]) / 1024,
+            "rss_end_mib": statistics.median(kib[-tenth:]) / 1024,
+            "rss_max_mib": max(kib) / 1024}
+
+
+def main() -> None:
+    parser = _common.base_parser(["enqueue", "drain", "latency", "recovery_bare",
+                                  "recovery_workgroup", "claim_scaling", "ceiling", "rss"])
+    args = parser.parse_args()
+    _common.run_main(args, TaskqPeer, {
+        "enqueue": lambda peer, a: _common.enqueue_rates(
+            peer, a, peer.enqueue_batch, peer.enqueue_one),
+        **_common.SHARED,
+        "recovery_workgroup": recovery_workgroup,
+        "claim_scaling": claim_scaling,
+        "ceiling": ceiling,
+        "rss": rss,
+    })
+
+
+if __name__ == "__main__":
+    main()

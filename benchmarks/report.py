@@ -1,0 +1,136 @@
+"""Medians, pairwise ratios and the printed table."""
+
+from __future__ import annotations
+
+import statistics
+
+from .scenarios import CASES, Case, lookup
+
+_BY_ID = {c.id: c for c in CASES}
+
+
+def _values(case: Case, runs: list[dict], key: str) -> list[float | None]:
+    return [lookup(r, key) if r.get("ok") else None for r in runs]
+
+
+def summarise(case: Case, results: dict[str, list[dict]], quick: bool) -> dict:
+    """system -> {metric key: median over runs} (+ ``note`` when no run gave a number)."""
+    out: dict[str, dict] = {}
+    for system, runs in results.items():
+        row: dict[str, object] = {}
+        for m in case.metrics_for(quick):
+            vals = [v for v in _values(case, runs, m.key) if v is not None]
+            if vals:
+                row[m.key] = statistics.median(vals)
+        failures = [r for r in runs if not r.get("ok")]
+        if failures:
+            row["errors"] = [r.get("error", "?") for r in failures]
+        stuck = [r for r in runs if r.get("ok") and r.get("recovered") is False]
+        if stuck:
+            r = stuck[0]
+            row["note"] = (f"n/a (no recovery): {r.get('what_happens')} "
+                           f"({r.get('rerun')}/{r.get('inflight')} re-run within "
+                           f"{r.get('observed_s'):.0f} s)")
+        out[system] = row
+    return out
+
+
+def ratios(case: Case, results: dict[str, list[dict]], quick: bool) -> dict:
+    """peer -> {metric: median of per-run taskq/peer ratios} (runs paired by index)."""
+    subject = results.get(case.subject, [])
+    out: dict[str, dict] = {}
+    for peer in case.peers:
+        runs = results.get(peer, [])
+        row = {}
+        for m in case.metrics_for(quick):
+            pairs = [(a, b) for a, b in zip(_values(case, subject, m.key),
+                                            _values(case, runs, m.key), strict=False)
+                     if a is not None and b]
+            if pairs:
+                row[m.key] = statistics.median(a / b for a, b in pairs)
+        if row:
+            out[peer] = row
+    return out
+
+
+def derived(cases: dict[str, dict]) -> dict:
+    """Figures computed across cases: taskq's drain as a fraction of the pgbench ceiling."""
+    out = {}
+    for cid, case in cases.items():
+        compare = _BY_ID[cid].extra.get("compare_with")
+        if not compare or compare not in cases:
+            continue
+        ceiling = case["summary"].get("taskq", {}).get("jobs_per_s")
+        drain = cases[compare]["summary"].get("taskq", {}).get("jobs_per_s")
+        if ceiling and drain:
+            out[f"{compare}_of_{cid}"] = {"drain_jobs_per_s": drain,
+                                          "ceiling_jobs_per_s": ceiling,
+                                          "fraction": drain / ceiling}
+    return out
+
+
+def _fmt(value: float | None, digits: int) -> str:
+    if value is None:
+        return "-"
+    if digits == 0:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}"
+
+
+def one_line(case: Case, result: dict, quick: bool) -> str:
+    if not result.get("ok"):
+        return "FAILED: " + str(result.get("error", "?"))[:200]
+    if result.get("recovered") is False:
+        return f"not re-run within {result.get('observed_s', 0):.0f} s"
+    parts = []
+    for m in case.metrics_for(quick)[:4]:
+        v = lookup(result, m.key)
+        if v is not None:
+            parts.append(f"{m.label} {_fmt(v, m.digits)} {m.unit}")
+    return "; ".join(parts) + f"  ({result.get('wall_s', 0):.1f} s)"
+
+
+def table(out: dict, quick: bool) -> str:
+    systems = list(out["systems"])
+    header = ["metric", *[out["systems"][s]["label"] for s in systems], "taskq/peer"]
+    rows = [header]
+    for cid, case in out["cases"].items():
+        c = _BY_ID[cid]
+        for m in c.metrics_for(quick):
+            row = [f"{m.label} ({m.unit}{', lower is better' if not m.higher_is_better else ''})"]
+            for s in systems:
+                if s not in case["summary"] and s not in case["notes"]:
+                    row.append("")
+                    continue
+                summary = case["summary"].get(s, {})
+                if m.key in summary:
+                    row.append(_fmt(summary[m.key], m.digits))
+                elif s in case["notes"]:
+                    row.append(case["notes"][s][:60])
+                elif "note" in summary:
+                    row.append(summary["note"][:60])
+                elif summary.get("errors"):
+                    row.append("failed: " + summary["errors"][0][:50])
+                else:
+                    row.append("-")
+            ratio_bits = [f"{out['systems'][p]['label']} {r[m.key]:.2f}x"
+                          for p, r in case["ratios"].items() if m.key in r]
+            row.append(", ".join(ratio_bits))
+            rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+             for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    for key, d in out.get("derived", {}).items():
+        lines.append(f"{key}: taskq drain {d['drain_jobs_per_s']:,.0f} jobs/s = "
+                     f"{d['fraction']:.0%} of the pgbench ceiling "
+                     f"{d['ceiling_jobs_per_s']:,.0f} jobs/s")
+    return "\n".join(lines)
+
+
+def targets_table(items: list[dict]) -> str:
+    lines = ["targets (issue 6 item 3):"]
+    for t in items:
+        mark = {True: "met", False: "NOT met", None: "not measured"}[t["met"]]
+        lines.append(f"  [{mark:^12}] {t['target']}: {t['value']}")
+    return "\n".join(lines)

@@ -1,0 +1,14 @@
+"""Scenario families (issue 6 item 2), one module each; ``CASES`` in run order."""
+
+from __future__ import annotations
+
+from . import ceiling, claims, latency, memory, recovery, sqlite, throughput
+from .base import Case, Metric, lookup
+
+CASES: tuple[Case, ...] = (
+    *throughput.CASES, *latency.CASES, *recovery.CASES, *claims.CASES, *sqlite.CASES,
+    *ceiling.CASES, *memory.CASES,
+)
+FAMILIES = tuple(dict.fromkeys(c.family for c in CASES))
+
+__all__ = ["CASES", "FAMILIES", "Case", "Metric", "lookup"]

@@ -1,0 +1,35 @@
+"""(a) enqueue 20,000 jobs in batches of 1,000 and 2,000 one at a time; (b) drain 20,000
+queued no-op jobs with one worker process, at the system's default concurrency and at 32."""
+
+from __future__ import annotations
+
+from .base import Case, Metric
+
+PG_PEERS = ("pgqueuer", "procrastinate", "dramatiq")
+
+CASES = (
+    Case(
+        id="enqueue", family="enqueue", title="(a) enqueue", script_scenario="enqueue",
+        subject="taskq", peers=PG_PEERS,
+        full={"n": 20_000, "batch": 1000, "single": 2000},
+        quick={"n": 1000, "batch": 250, "single": 200},
+        metrics=(Metric("batch_per_s", "batch enqueue (1,000/round trip)", "jobs/s"),
+                 Metric("single_per_s", "single enqueue", "jobs/s")),
+        notes="Dramatiq has no batch enqueue: its 'batch' figure is a pipeline-free loop "
+              "of send() calls.",
+    ),
+    Case(
+        id="drain_default", family="drain", title="(b) drain, default concurrency",
+        script_scenario="drain", subject="taskq", peers=PG_PEERS,
+        full={"n": 20_000, "batch": 1000, "concurrency": 0},
+        quick={"n": 1000, "batch": 500, "concurrency": 0},
+        metrics=(Metric("jobs_per_s", "drain, default concurrency", "jobs/s"),),
+    ),
+    Case(
+        id="drain_32", family="drain", title="(b) drain, concurrency 32",
+        script_scenario="drain", subject="taskq", peers=PG_PEERS,
+        full={"n": 20_000, "batch": 1000, "concurrency": 32},
+        quick={"n": 1000, "batch": 500, "concurrency": 32},
+        metrics=(Metric("jobs_per_s", "drain, concurrency 32", "jobs/s"),),
+    ),
+)

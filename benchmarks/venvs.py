@@ -1,0 +1,54 @@
+"""One cached venv per peer under ``benchmarks/.venvs/<name>``, with the peer pinned.
+
+A venv is rebuilt only when its requirement list changes (a stamp file holds the list
+it was built with). A failed build is reported, never raised: the peer shows as
+"unavailable: <reason>" in the table.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent / ".venvs"
+
+
+@dataclass(frozen=True)
+class VenvResult:
+    python: Path | None
+    error: str | None = None
+
+
+def ensure(name: str, requirements: tuple[str, ...], *, offline: bool = False) -> VenvResult:
+    home = ROOT / name
+    python = home / "bin" / "python"
+    stamp = home / ".bench-requirements"
+    wanted = "\n".join(requirements) + "\n"
+    if python.exists() and stamp.exists() and stamp.read_text() == wanted:
+        return VenvResult(python)
+    if offline:
+        return VenvResult(None, "not installed (offline run)")
+    try:
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(home)], check=True,
+                           capture_output=True, text=True, timeout=300)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet",
+                        "--disable-pip-version-check", *requirements],
+                       check=True, capture_output=True, text=True, timeout=900)
+    except subprocess.CalledProcessError as exc:
+        lines = [ln for ln in (exc.stderr or exc.stdout or "").splitlines()
+                 if ln.strip() and not ln.startswith("WARNING")]
+        return VenvResult(None, (lines[-1] if lines else f"exit {exc.returncode}")[:200])
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return VenvResult(None, f"{type(exc).__name__}: {exc}"[:200])
+    stamp.write_text(wanted)
+    return VenvResult(python)
+
+
+def installed_version(python: Path, dist: str) -> str | None:
+    proc = subprocess.run(
+        [str(python), "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"],
+        capture_output=True, text=True, timeout=60)
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
