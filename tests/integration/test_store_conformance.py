@@ -90,6 +90,28 @@ async def test_enqueue_10000_in_one_call(store):
     assert job.args == [9_999]
 
 
+async def test_large_batch_keeps_tricky_text_and_each_run_at(store):
+    """Big batches take the bulk path (COPY on Postgres): same data, same atomicity."""
+    tricky = ["tab\there", "new\nline", "back\\slash", "nul\u0000byte", "\\N", "é😀", ""]
+    later = future(600).replace(microsecond=0)
+    specs = [spec(args=[tricky[i % len(tricky)], i], kwargs={"k\t": tricky},
+                  run_at=later if i % 2 else None, priority=i % 3) for i in range(300)]
+    await store.enqueue(specs)
+    for s in (specs[0], specs[1], specs[3], specs[6], specs[299]):
+        job = await store.get_job(s.id)
+        assert job.args == json.loads(s.args_json) and job.kwargs == {"k\t": tricky}
+        assert job.priority == s.priority
+        if s.run_at is not None:
+            assert job.run_at == later
+    claimed = await claim_all(store, uuid7(), limit=1000)
+    assert {c.id for c in claimed} == {s.id for s in specs if s.run_at is None}
+    assert all(c.args_json == next(s.args_json for s in specs if s.id == c.id)
+               for c in claimed[:20])
+    with pytest.raises(StoreError):
+        await store.enqueue([spec() for _ in range(250)] + [specs[0]])
+    assert sum((await store.stats()).values()) == 300
+
+
 async def test_stats_lists_all_five_states(store):
     assert await store.stats() == dict.fromkeys(ALL_STATES, 0)
     w = uuid7()

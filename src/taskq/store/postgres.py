@@ -51,6 +51,7 @@ MIGRATIONS = load_migrations("postgres")
 
 CONNECT_TIMEOUT = 5.0  # seconds, unless the DSN sets connect_timeout
 CHECKOUT_TIMEOUT = 10.0  # waiting for a pooled connection before StoreUnavailable
+COPY_THRESHOLD = 100  # batches this big go by COPY (one stream), smaller by one INSERT
 _MISSING_SCHEMA = (
     pg_errors.UndefinedTable,
     pg_errors.InvalidSchemaName,
@@ -262,28 +263,43 @@ class PostgresStore:
     async def enqueue(self, specs: Sequence[JobSpec]) -> list[UUID]:
         if not specs:
             return []
-        if len(specs) == 1:
-            (s,) = specs
-            params: dict[str, Any] = {
-                "id": s.id, "actor": s.actor, "queue": s.queue, "args": s.args_json,
-                "kwargs": s.kwargs_json, "priority": s.priority, "run_at": s.run_at,
-                "max_attempts": s.max_attempts, "max_crashes": s.max_crashes,
-                "idempotent": s.idempotent}
-            name = "enqueue_one"
-        else:
-            params = {
-                "ids": [s.id for s in specs], "actors": [s.actor for s in specs],
-                "queues": [s.queue for s in specs], "args": [s.args_json for s in specs],
-                "kwargs": [s.kwargs_json for s in specs],
-                "priorities": [s.priority for s in specs],
-                "run_ats": [s.run_at for s in specs],
-                "max_attempts": [s.max_attempts for s in specs],
-                "max_crashes": [s.max_crashes for s in specs],
-                "idempotent": [s.idempotent for s in specs]}
-            name = "enqueue"
         async with self._connection() as conn:
-            await conn.execute(Q[name], params)
+            if len(specs) >= COPY_THRESHOLD:
+                async with conn.transaction():
+                    await self._copy_jobs(conn, [s for s in specs if s.run_at is None])
+                    await self._copy_jobs(conn, [s for s in specs if s.run_at is not None])
+            elif len(specs) == 1:
+                (s,) = specs
+                await conn.execute(Q["enqueue_one"], {
+                    "id": s.id, "actor": s.actor, "queue": s.queue, "args": s.args_json,
+                    "kwargs": s.kwargs_json, "priority": s.priority, "run_at": s.run_at,
+                    "max_attempts": s.max_attempts, "max_crashes": s.max_crashes,
+                    "idempotent": s.idempotent})
+            else:
+                await conn.execute(Q["enqueue"], {
+                    "ids": [s.id for s in specs], "actors": [s.actor for s in specs],
+                    "queues": [s.queue for s in specs], "args": [s.args_json for s in specs],
+                    "kwargs": [s.kwargs_json for s in specs],
+                    "priorities": [s.priority for s in specs],
+                    "run_ats": [s.run_at for s in specs],
+                    "max_attempts": [s.max_attempts for s in specs],
+                    "max_crashes": [s.max_crashes for s in specs],
+                    "idempotent": [s.idempotent for s in specs]})
         return [s.id for s in specs]
+
+    @staticmethod
+    async def _copy_jobs(conn: psycopg.AsyncConnection, specs: Sequence[JobSpec]) -> None:
+        """COPY a batch; jobs without run_at take the database's now() as default."""
+        if not specs:
+            return
+        with_run_at = specs[0].run_at is not None
+        async with conn.cursor().copy(
+                Q["enqueue_copy_run_at" if with_run_at else "enqueue_copy"]) as copy:
+            for s in specs:
+                row: tuple[Any, ...] = (s.id, s.actor, s.queue, s.args_json, s.kwargs_json,
+                                        s.priority, s.max_attempts, s.max_crashes,
+                                        s.idempotent)
+                await copy.write_row((*row, s.run_at) if with_run_at else row)
 
     async def get_job(self, job_id: UUID) -> Job | None:
         row = await self._fetchone("get_job", {"id": job_id})

@@ -55,6 +55,17 @@ FROM unnest(%(ids)s::uuid[], %(actors)s::text[], %(queues)s::text[], %(args)s::t
      AS v(id, actor, queue, args, kwargs, priority, run_at, max_attempts, max_crashes,
           idempotent);
 
+-- name: enqueue_copy
+-- description: Stream a large batch of jobs due now (COPY: ~3x the unnest insert).
+COPY jobs (id, actor, queue, args, kwargs, priority, max_attempts, max_crashes, idempotent)
+FROM STDIN;
+
+-- name: enqueue_copy_run_at
+-- description: Stream a large batch of jobs that each name their run_at.
+COPY jobs (id, actor, queue, args, kwargs, priority, max_attempts, max_crashes, idempotent,
+           run_at)
+FROM STDIN;
+
 -- name: enqueue_one
 -- description: Insert one job (single enqueue: one prepared round trip).
 INSERT INTO jobs (id, actor, queue, args, kwargs, priority, run_at,
