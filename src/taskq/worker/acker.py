@@ -40,6 +40,7 @@ class Acker:
         self._closing = False
         self._backoff = StoreBackoff("acker")
         self.batches_written = 0
+        self.fenced_out = 0
 
     @property
     def pending(self) -> int:
@@ -77,8 +78,12 @@ class Acker:
                 del self._give_backs[: len(batch)]
             if self._outcomes:
                 outcomes = self._outcomes[: self.max_batch]
-                await self._store.complete(self._worker_id, outcomes)
+                changed = await self._store.complete(self._worker_id, outcomes)
                 del self._outcomes[: len(outcomes)]
+                if changed < len(outcomes):
+                    self.fenced_out += len(outcomes) - changed
+                    log.warning("acks-fenced-out", count=len(outcomes) - changed,
+                                note="those jobs' leases were taken over; nothing was changed")
         except StoreError as exc:
             await asyncio.sleep(self._backoff.failed(exc))
             return False

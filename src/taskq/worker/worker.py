@@ -27,7 +27,7 @@ from ..jobs import WorkerInfo
 from ..logs import get_logger
 from ..registry import Registry, load_registry
 from ..restart import RestartPolicy
-from ..settings import read_dsn_file, redact
+from ..settings import dsn_kind, read_dsn_file, redact
 from ..store import Store, create_store
 from . import exit_codes
 from .acker import Acker
@@ -124,6 +124,9 @@ class Worker:
         async with self._reload_lock:
             try:
                 dsn = read_dsn_file(path)
+                if self.store is not None and dsn_kind(dsn) != self.store.kind:
+                    raise ConfigError(f"the new DSN is for {dsn_kind(dsn)}, this worker "
+                                      f"runs on {self.store.kind}")
                 for store in self._stores():
                     await store.reconnect(dsn)
             except Exception as exc:  # any failure keeps the old pool; never exit on SIGHUP

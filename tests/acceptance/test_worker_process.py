@@ -1,0 +1,354 @@
+"""``taskq worker`` as a real process: real signals, SIGKILL, SIGSTOP, killed backends.
+
+Every test runs on both stores. Workers use short heartbeats and leases (0.3 s / 2 s) so
+the crash paths finish in seconds; every wait polls the store or the log with a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from taskq import AsyncClient
+from taskq.worker import exit_codes
+from tests import worker_actors as actors
+from tests.helpers import async_wait_until, wait_until
+from tests.worker_harness import ROOT, WorkerProcess, http_get_sync, wait_for_states
+
+pytestmark = pytest.mark.slow
+
+CONTRACT_METRICS = (
+    "taskq_pool_workers_alive",
+    "taskq_pool_workers_configured",
+    "taskq_pool_worker_restarts_total",
+    "taskq_pool_items_dead_lettered_total",
+    "taskq_process_pool_breaks_total",
+    "taskq_jobs_finished_total",
+    "taskq_job_duration_seconds",
+)
+
+
+@pytest.fixture
+def env(target, tmp_path: Path) -> dict[str, str]:
+    env = target.env
+    env["TASKQ_TEST_RUNS"] = str(tmp_path / "runs.log")
+    return env
+
+
+@pytest.fixture
+def runs_file(env) -> Path:
+    return Path(env["TASKQ_TEST_RUNS"])
+
+
+@pytest.fixture
+def release(tmp_path: Path) -> Path:
+    path = tmp_path / "release"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def spawn(target, env, tmp_path: Path):
+    started: list[WorkerProcess] = []
+
+    def start(*args: str, extra_env: dict[str, str] | None = None) -> WorkerProcess:
+        worker = WorkerProcess(target, *args, env={**env, **(extra_env or {})},
+                               log_path=tmp_path / f"worker{len(started)}.log")
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+def starts(runs_file: Path, key: str) -> int:
+    return actors.runs(runs_file, "start").count(key)
+
+
+async def test_sigterm_exits_0_nothing_running_nothing_lost(store, spawn, runs_file, release,
+                                                            tmp_path):
+    """SIGTERM: stop claiming, let the running job finish within the grace (it ends
+    succeeded), leave unclaimed jobs queued and uncharged, /ready turns 503, exit 0."""
+    sock = str(tmp_path / "health.sock")
+    async with AsyncClient(store=store) as client:
+        held = await client.enqueue(actors.held_idempotent, "grace", str(release))
+        worker = spawn("--queues", "held", "--max-concurrency", "1", "--shutdown-grace", "30",
+                       "--health-socket-path", sock)
+        wait_until(lambda: starts(runs_file, "grace") == 1, what="the held job to start")
+        waiting = await client.enqueue_many(actors.held_idempotent,
+                                            [(("later", str(release)), {}) for _ in range(3)])
+        assert http_get_sync("/ready", socket_path=sock)[0] == 200
+        worker.signal(signal.SIGTERM)
+        worker.wait_for_event("worker-stopping")
+        assert http_get_sync("/ready", socket_path=sock)[0] == 503
+        assert http_get_sync("/live", socket_path=sock)[0] == 200
+        (release / "grace").touch()  # the running job finishes during the grace period
+        assert worker.wait() == exit_codes.OK
+        job = await client.get(held)
+        later = [await client.get(i) for i in waiting]
+    assert job.state == "succeeded" and job.attempts == 1
+    assert all(j.state == "queued" and j.attempts == 0 for j in later)
+    assert (await store.stats())["running"] == 0
+    assert await store.list_workers() == []  # unregistered
+
+
+async def test_second_sigterm_skips_the_grace_and_gives_the_job_back(store, spawn, runs_file,
+                                                                    release):
+    async with AsyncClient(store=store) as client:
+        held = await client.enqueue(actors.held_idempotent, "stuck", str(release))
+        worker = spawn("--queues", "held", "--shutdown-grace", "600")
+        wait_until(lambda: starts(runs_file, "stuck") == 1, what="the held job to start")
+        worker.signal(signal.SIGTERM)
+        worker.wait_for_event("worker-stopping")
+        worker.signal(signal.SIGTERM)
+        assert worker.wait(timeout=60) == exit_codes.OK  # far sooner than the 600 s grace
+        job = await client.get(held)
+    assert worker.events("worker-stop-hurried")
+    assert job.state == "queued" and job.attempts == 0  # given back, not charged
+    assert job.crash_count == 0
+
+
+async def test_sigkill_mid_job_rerun_idempotent_crashed_non_idempotent_poison_after_two(
+        store, spawn, runs_file, release):
+    """SIGKILL a worker mid-job: the next worker's sweeper finds the expired leases.
+    Idempotent -> re-run; non-idempotent -> dead/crashed; a job that kills two runners ->
+    dead/poison."""
+    async with AsyncClient(store=store) as client:
+        idem = await client.enqueue(actors.held_idempotent, "idem", str(release))
+        once = await client.enqueue(actors.held_once, "once", str(release))
+        poison = await client.enqueue(actors.held_idempotent, "poison", str(release))
+        first = spawn("--queues", "held", "--max-concurrency", "3")
+        first_id = first.wait_for_event("worker-started")["worker"]
+        wait_until(lambda: all(starts(runs_file, k) == 1 for k in ("idem", "once", "poison")),
+                   what="three jobs running in the first worker")
+        first.signal(signal.SIGKILL)
+        first.wait()
+        (release / "idem").touch()
+        (release / "once").touch()
+        second = spawn("--queues", "held", "--max-concurrency", "3")
+        idem_job, once_job = await wait_for_states(store, [idem, once], {"succeeded", "dead"})
+        wait_until(lambda: starts(runs_file, "poison") == 2, what="poison re-run once")
+        second.signal(signal.SIGKILL)
+        second.wait()
+        third = spawn("--queues", "held")
+        (poison_job,) = await wait_for_states(store, [poison], {"dead"})
+        third.signal(signal.SIGTERM)
+        assert third.wait() == exit_codes.OK
+    assert idem_job.state == "succeeded" and idem_job.crash_count == 1
+    assert actors.runs(runs_file).count("idem") == 1  # finished once, by the second worker
+    assert once_job.state == "dead" and once_job.dead_reason == "crashed"
+    assert once_job.crash_count == 1 and starts(runs_file, "once") == 1  # never re-run
+    assert "lease expired" in once_job.last_error and first_id in once_job.last_error
+    assert poison_job.dead_reason == "poison" and poison_job.crash_count == 2
+    assert (await store.stats())["running"] == 0
+
+
+async def test_crash_loop_guard_ends_the_process_non_zero_with_a_critical_line(store, spawn):
+    """Consumers killed by a middleware fault on every job: more than 10 deaths in 60 s
+    trips the guard; the worker gives the jobs back and exits 3."""
+    async with AsyncClient(store=store) as client:
+        ids = await client.enqueue_many(actors.consumer_fault, [((f"c{i}",), {})
+                                                                for i in range(12)])
+        middleware = {"TASKQ_WORKER_MIDDLEWARE": "tests.worker_actors:fault_middleware"}
+        worker = spawn("--queues", "faulty", "--max-concurrency", "12", extra_env=middleware)
+        assert worker.wait(timeout=60) == exit_codes.CRASH_LOOP
+        jobs = [await client.get(i) for i in ids]
+    (critical,) = worker.events("crash-loop-guard-tripped")
+    assert critical["level"] == "critical"
+    assert len(worker.events("worker died")) >= 11
+    assert all("ConsumerFault" in e["exception"] for e in worker.events("worker died"))
+    assert all(j.state == "queued" and j.attempts == 0 for j in jobs)  # nothing lost
+
+
+async def test_fenced_late_ack_from_a_worker_whose_lease_was_taken_over_is_a_no_op(
+        store, spawn, runs_file, release):
+    """Freeze a worker (SIGSTOP) mid-job past its lease; another worker rescues and
+    finishes the job; thawed, the first worker's late ack must change nothing."""
+    async with AsyncClient(store=store) as client:
+        job_id = await client.enqueue(actors.held_idempotent, "late", str(release))
+        frozen = spawn("--queues", "held")
+        wait_until(lambda: starts(runs_file, "late") == 1, what="the job to start")
+        frozen.signal(signal.SIGSTOP)
+        try:
+            taker = spawn("--queues", "held")
+            taker_pid = taker.pid
+            wait_until(lambda: starts(runs_file, "late") == 2, what="the takeover run")
+            (release / "late").touch()
+            (job,) = await wait_for_states(store, [job_id], {"succeeded"})
+        finally:
+            frozen.signal(signal.SIGCONT)
+        # the thawed worker finishes its (stale) run and acknowledges it
+        wait_until(lambda: actors.runs(runs_file).count("late") == 2, what="the stale run")
+        frozen.signal(signal.SIGTERM)
+        assert frozen.wait() == exit_codes.OK
+        after = await client.get(job_id)
+        taker.signal(signal.SIGTERM)
+        assert taker.wait() == exit_codes.OK
+    assert frozen.events("acks-fenced-out")  # the late ack was sent, and changed nothing
+    assert json.loads(job.result)["pid"] == taker_pid
+    assert after.state == "succeeded" and after.attempts == job.attempts == 2
+    assert after.result == job.result and after.finished_at == job.finished_at
+
+
+async def test_pg_terminate_backend_mid_run_reconnects_and_loses_nothing(pg_target, tmp_path):
+    """Kill every Postgres connection of the worker a few times while it drains jobs:
+    it backs off and reconnects, every job ends succeeded exactly once, exit 0."""
+    from taskq.store import create_store
+
+    app = f"taskq_w_{secrets.token_hex(4)}"
+    dsn = f"{pg_target.dsn}?application_name={app}"
+    runs_file = tmp_path / "runs.log"
+    store = create_store(pg_target.dsn, pg_target.schema)
+    await store.open()
+    await store.migrate()
+    env = {**pg_target.env, "TASKQ_DSN": dsn, "TASKQ_TEST_RUNS": str(runs_file)}
+    worker = WorkerProcess(pg_target, "--max-concurrency", "4", env=env,
+                           log_path=tmp_path / "worker.log")
+    try:
+        worker.wait_for_event("worker-started")
+        ids = []
+        async with AsyncClient(store=store) as client:
+            for round_ in range(3):
+                ids += await client.enqueue_many(
+                    actors.remember, [((f"p{round_}-{i}",), {}) for i in range(200)])
+                # the pool reconnects lazily: kill as soon as there is something to kill
+                await async_wait_until(lambda: _terminate(pg_target.dsn, app),
+                                       what="worker backends to kill")
+            jobs = await wait_for_states(store, ids, {"succeeded"}, timeout=60)
+        worker.signal(signal.SIGTERM)
+        assert worker.wait() == exit_codes.OK
+    finally:
+        worker.stop()
+        await store.close()
+    assert worker.events("store-unavailable")  # it noticed, and came back
+    assert Counter(actors.runs(runs_file)) == Counter(json.loads(j.result)["key"] for j in jobs)
+    assert len(jobs) == 600 and set(Counter(actors.runs(runs_file)).values()) == {1}
+
+
+async def _terminate(dsn: str, application_name: str) -> int:
+    return await asyncio.to_thread(_terminate_backends, dsn, application_name)
+
+
+def _terminate_backends(dsn: str, application_name: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = %s AND pid <> pg_backend_pid()", (application_name,)
+        ).fetchall()
+    return len(rows)
+
+
+async def test_health_endpoints_on_a_tcp_port(store, spawn):
+    worker = spawn("--health-port", "0")
+    port = worker.wait_for_event("health-server-started")["port"]
+    assert http_get_sync("/live", port=port) == (200, "ok\n")
+    assert http_get_sync("/ready", port=port)[0] == 200
+    status, text = http_get_sync("/metrics", port=port)
+    assert status == 200
+    for name in CONTRACT_METRICS:
+        assert name in text, name
+    assert http_get_sync("/nope", port=port)[0] == 404
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == exit_codes.OK
+
+
+async def test_sighup_reloads_a_good_dsn_file_and_survives_a_bad_one(target, store, spawn,
+                                                                    tmp_path):
+    dsn_file = tmp_path / "dsn"
+    dsn_file.write_text(target.dsn + "\n")
+    bad = ("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2" if target.kind == "postgres"
+           else "sqlite:////proc/no-such-dir/taskq.sqlite3")
+    worker = spawn(extra_env={"TASKQ_DSN_FILE": str(dsn_file)})
+    worker.wait_for_event("worker-started")
+    worker.signal(signal.SIGHUP)
+    worker.wait_for_event("credentials-reloaded")
+    dsn_file.write_text(bad)
+    worker.signal(signal.SIGHUP)
+    failed = worker.wait_for_event("credentials-reload-failed")
+    assert failed["reason"]
+    async with AsyncClient(store=store) as client:  # it keeps working on the old pool
+        job_id = await client.enqueue(actors.remember, "after-hup")
+        await wait_for_states(store, [job_id], {"succeeded"})
+    assert worker.proc.poll() is None
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == exit_codes.OK
+
+
+async def test_actor_config_drift_refuses_to_start_unless_forced(target, store, spawn):
+    first = spawn()
+    first.wait_for_event("worker-started")
+    first.signal(signal.SIGTERM)
+    assert first.wait() == exit_codes.OK
+    drifted = spawn("--actors", "tests.worker_actors_drifted:registry")
+    assert drifted.wait() == exit_codes.CANNOT_START
+    (line,) = drifted.events("worker-cannot-start")
+    assert "remember" in line["reason"] and "max_attempts" in line["reason"]
+    assert not drifted.events("worker-started")
+    forced = spawn("--actors", "tests.worker_actors_drifted:registry",
+                   "--force-update-actor-config")
+    forced.wait_for_event("worker-started")
+    assert (await store.actor_configs())["remember"].max_attempts == 7
+    forced.signal(signal.SIGTERM)
+    assert forced.wait() == exit_codes.OK
+
+
+async def test_bad_actors_reference_exits_1_with_one_line(target, store, spawn):
+    worker = spawn("--actors", "tests.no_such_module:registry")
+    assert worker.wait() == exit_codes.CANNOT_START
+    lines = worker.log_path.read_text().splitlines()
+    assert len(lines) == 1 and "no_such_module" in lines[0]
+    assert "Traceback" not in lines[0]
+
+
+async def test_workgroup_child_does_not_outlive_its_parent(target, store, env, tmp_path):
+    """A worker started with --workgroup-instance by a parent that is SIGKILLed gets
+    SIGTERM from the kernel (PR_SET_PDEATHSIG) and shuts down cleanly."""
+    pid_file, child_log = tmp_path / "child.pid", tmp_path / "c.log"
+    parent_code = (
+        "import subprocess, sys, uuid\n"
+        "child = subprocess.Popen([sys.executable, '-m', 'taskq', 'worker', '--actors', "
+        "'tests.worker_actors:registry', '--workgroup-instance', str(uuid.uuid4()), "
+        f"'--heartbeat-interval', '0.3', '--lease', '2'], stderr=open({str(child_log)!r}, 'wb'))\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "child.wait()\n"
+    )
+    env = {**env, "PYTHONPATH": str(ROOT)}
+    parent = subprocess.Popen(  # noqa: ASYNC220 (the test drives it with blocking waits)
+        [sys.executable, "-c", parent_code], cwd=ROOT, env=env)
+    try:
+        wait_until(lambda: pid_file.exists() and pid_file.read_text(), what="the child pid")
+        child = int(pid_file.read_text())
+        wait_until(lambda: b"worker-started" in (tmp_path / "c.log").read_bytes(),
+                   what="the child to start")
+        parent.kill()
+        parent.wait(10)
+        wait_until(lambda: not _alive(child), timeout=30, what="the orphaned child to exit")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+    log = (tmp_path / "c.log").read_text()
+    assert '"worker-stopping"' in log and '"worker-stopped"' in log
+    assert await store.list_workers() == []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (reaped by init soon) counts as gone
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
