@@ -213,8 +213,8 @@ def test_sighup_is_forwarded_to_every_child_and_the_supervisor_survives(
 async def test_sigterm_stops_everything_cleanly_and_leaves_no_job_running(
     target, store, tmp_path: Path, workgroups
 ) -> None:
-    # shutdown_grace 12 -> each child gets --shutdown-grace 2 and exits inside our grace
-    config = write_config(tmp_path / "wg.toml", FAST.format(grace=12) +
+    # shutdown_grace 17 -> each child gets --shutdown-grace 2 and exits inside our grace
+    config = write_config(tmp_path / "wg.toml", FAST.format(grace=17) +
                           '[[workers]]\nname = "one"\npoll_interval = 0.1\n'
                           '[[workers]]\nname = "two"\npoll_interval = 0.1\n')
     wg = workgroups(config, target.env)

@@ -175,7 +175,7 @@ def test_warnings_for_a_short_grace_and_an_unconsumed_queue() -> None:
 
     config = parse_config(minimal(supervisor={"shutdown_grace": 20.0}))
     warnings = warnings_for(config, registry)
-    assert any("shutdown_grace 20s is below a child's worst-case clean exit of 40s" in w
+    assert any("shutdown_grace 20s is below a child's worst-case clean exit of 45s" in w
                for w in warnings)
     unconsumed = sorted(w for w in warnings if "no [[workers]] entry consumes" in w)
     assert sorted(w.split("\"")[3] for w in unconsumed) == ["cleanup", "email", "report"]

@@ -44,9 +44,9 @@ BUILTIN_QUEUES = ("default",)
 #: a standalone worker's heartbeat interval and shutdown grace (``taskq worker`` flags)
 WORKER_HEARTBEAT_INTERVAL = 2.0
 WORKER_SHUTDOWN_GRACE = 30.0
-#: what a child needs after its shutdown grace to cancel what still runs, give it back,
-#: flush its acker and close its pool: the bounded teardown tail.
-CHILD_TEARDOWN_MARGIN = 10.0
+#: what a child needs after its shutdown grace: cancel what still runs and give it back
+#: (a few seconds), flush its acker (bounded at 10 s), close its pools: the teardown tail.
+CHILD_TEARDOWN_MARGIN = 15.0
 
 
 @dataclass(frozen=True, slots=True)
