@@ -27,6 +27,7 @@ from pathlib import Path
 from uuid import UUID
 
 import _common
+import taskq_actors
 
 import taskq
 from taskq.ids import uuid7
@@ -34,7 +35,7 @@ from taskq.jobs import Outcome, OutcomeKind
 
 HERE = Path(__file__).resolve().parent
 SCHEMA = "taskq"
-ACTOR = "noop"
+ACTOR = taskq_actors.noop  # the Actor object: its options (idempotent) travel with the job
 
 
 def taskq_env(dsn: str) -> dict[str, str]:
@@ -168,7 +169,7 @@ def claim_scaling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
 
     sizes = [("queued", max(1, args.n // 100)), ("queued", max(1, args.n // 10)),
              ("queued", args.n), ("finished", args.n)]
-    rounds = args.single
+    rounds = min(args.single, sizes[0][1] // args.batch)  # never claim the queue empty
     worker_id = uuid7()
     out = {}
     with psycopg.connect(peer.dsn, autocommit=True) as conn:
@@ -228,11 +229,11 @@ def pgbench_script(batch: int) -> str:
     claim = (claim[:split] + ", claimed AS (" + claim[split:] + ")\n"
              "SELECT coalesce(array_agg(id), '{}')::text AS ids, "
              "coalesce(array_agg(attempt), '{}')::text AS atts FROM claimed")
-    count = "cardinality(:'ids'::uuid[])"
+    count = "cardinality(:ids::uuid[])"
     params = {
         "queues": "'{default}'", "exclude_actors": "'{}'", "limit": str(batch),
         "lease": "10", "worker_id": "'01890000-0000-7000-8000-000000000001'::uuid",
-        "channel": "'taskq_taskq'", "ids": ":'ids'", "attempts": ":'atts'",
+        "channel": "'taskq_taskq'", "ids": ":ids", "attempts": ":atts",
         "kinds": f"array_fill('succeeded'::text, ARRAY[{count}])",
         "results": f"array_fill(NULL::text, ARRAY[{count}])",
         "errors": f"array_fill(NULL::text, ARRAY[{count}])",

@@ -20,7 +20,7 @@ def _metrics(n: int) -> tuple[Metric, ...]:
 
 
 FULL_N = 1_000_000
-QUICK_N = 10_000
+QUICK_N = 100_000
 
 CASES = (
     Case(

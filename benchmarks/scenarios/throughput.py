@@ -15,8 +15,8 @@ CASES = (
         quick={"n": 1000, "batch": 250, "single": 200},
         metrics=(Metric("batch_per_s", "batch enqueue (1,000/round trip)", "jobs/s"),
                  Metric("single_per_s", "single enqueue", "jobs/s")),
-        notes="Dramatiq has no batch enqueue: its 'batch' figure is a pipeline-free loop "
-              "of send() calls.",
+        notes="Dramatiq has no batch enqueue (no batch figure; its send() loop is in the "
+              "JSON as send_loop_per_s).",
     ),
     Case(
         id="drain_default", family="drain", title="(b) drain, default concurrency",
