@@ -21,7 +21,7 @@ from taskq.store import create_store
 from taskq.workgroup import SupervisionEvent, Supervisor, parse_config
 from tests.helpers import async_wait_until, wait_until
 from tests.workgroup_actors import nap, noop, shout
-from tests.workgroup_harness import Workgroup, pid_alive, write_config
+from tests.workgroup_harness import Workgroup, pid_alive, taskq_env, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -336,5 +336,42 @@ async def test_a_child_that_cannot_be_spawned_is_retried_then_latched(
     assert "spawn failed" in scheduled[0].fields["exit_cause"]
     assert supervisor.readiness()[0] is False
     assert supervisor.status()["children"][0]["state"] == "latched"
+    assert supervisor.reload() == 0  # no live process: nothing to signal, nothing raised
     supervisor.request_stop()
     assert await asyncio.wait_for(task, 30) == 0
+
+
+async def test_in_process_supervisor_reloads_running_children_but_not_during_shutdown(
+    sqlite_target, sqlite_store, tmp_path: Path
+) -> None:
+    config = parse_config({
+        "actors": "tests.workgroup_actors:registry",
+        "supervisor": {"shutdown_grace": 20.0, "health_pg_dsn": sqlite_target.dsn},
+        "workers": [{"name": "api"}],
+    })
+    events: list[SupervisionEvent] = []
+    supervisor = Supervisor(config, env=taskq_env(sqlite_target.env), on_event=events.append)
+    task = asyncio.create_task(supervisor.run())
+    try:
+        (child,) = supervisor.children
+
+        async def signals_ready() -> bool:
+            return child.signals_ready or task.done()
+
+        await async_wait_until(signals_ready, what="the worker to install its handlers")
+        assert supervisor.reload() == 1
+        (reload,) = [e for e in events if e.kind == "reload_signal"]
+        assert reload.fields["workers"] == ["api"]
+        supervisor.request_stop()
+        assert supervisor.reload() == 0  # ignored during shutdown
+        assert supervisor.readiness() == (False, "shutting down")
+        assert await asyncio.wait_for(task, 30) == 0
+    finally:
+        if not task.done():
+            supervisor.request_stop(force=True)
+            await asyncio.wait_for(task, 30)
+    kinds = [e.kind for e in events]
+    assert kinds[:2] == ["started", "child_started"] and kinds[-1] == "stopped"
+    (exited,) = [e for e in events if e.kind == "child_exited"]
+    assert exited.fields["exit_cause"] == "exited cleanly (code 0)"
+    assert not pid_alive(exited.fields["pid"])

@@ -23,6 +23,8 @@ from .config import SupervisorConfig, WorkerSpec, health_socket_path
 
 #: the bounded read of the pumps: a longer line is forwarded in pieces this big
 PIPE_LIMIT = 64 * 1024
+#: the event a worker logs once its signal handlers are in place
+WORKER_STARTED_EVENT = "worker-started"
 
 
 class ChildState(enum.StrEnum):
@@ -113,6 +115,9 @@ class Child:
         self.last_restart_reason: str | None = None
         self.unhealthy_reason: str | None = None  # set when the health check kills it
         self.healthy_once = False
+        #: the worker logged ``worker-started``: its signal handlers are installed, so a
+        #: forwarded SIGHUP reloads it instead of killing it
+        self.signals_ready = False
 
     @property
     def name(self) -> str:
@@ -148,8 +153,13 @@ class Child:
         self.started_at = time.monotonic()
         self.unhealthy_reason = None
         self.healthy_once = False
+        self.signals_ready = False
         self.state = ChildState.RUNNING
         return process
+
+    def on_child_event(self, event: str) -> None:
+        if event == WORKER_STARTED_EVENT:
+            self.signals_ready = True
 
     def send(self, sig: signal.Signals) -> bool:
         """Signal the worker process itself; False if it is already gone."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -55,8 +56,9 @@ def _emit(level: int, event: str, fields: dict[str, Any], *, logger: str | None 
 
 
 def forward_line(raw: bytes, *, worker: str, stream: str, pid: int | None,
-                 part: int | None = None, final: bool = False) -> None:
-    """Re-emit one line (or one piece of an over-long line) of a child's output."""
+                 part: int | None = None, final: bool = False) -> str | None:
+    """Re-emit one line (or one piece of an over-long line) of a child's output; return
+    the event name when it was one of the child's JSON log lines."""
     text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
     if part is None and text.startswith("{"):
         try:
@@ -80,15 +82,16 @@ def forward_line(raw: bytes, *, worker: str, stream: str, pid: int | None,
                     created = None
             child_pid = obj.get("pid") if isinstance(obj.get("pid"), int) else pid
             logger = obj.get("logger") if isinstance(obj.get("logger"), str) else None
-            _emit(level, str(obj.get("event", "child-output")), fields, logger=logger,
-                  created=created, pid=child_pid)
-            return
+            event = str(obj.get("event", "child-output"))
+            _emit(level, event, fields, logger=logger, created=created, pid=child_pid)
+            return event
     fields: dict[str, Any] = {"worker": worker, "stream": stream, "line": text}
     if part is not None:
         fields["part"] = part
         fields["final"] = final
     level = logging.WARNING if stream == "stderr" else logging.INFO
     _emit(level, "child-output", fields, pid=pid)
+    return None
 
 
 async def _drain(reader: asyncio.StreamReader, limit: int) -> None:
@@ -97,8 +100,9 @@ async def _drain(reader: asyncio.StreamReader, limit: int) -> None:
 
 
 async def pump(reader: asyncio.StreamReader, *, worker: str, stream: str, pid: int | None,
-               limit: int) -> None:
-    """Forward ``reader`` until EOF. Never raises (except cancellation)."""
+               limit: int, on_event: Callable[[str], None] | None = None) -> None:
+    """Forward ``reader`` until EOF. Never raises (except cancellation). ``on_event`` is
+    called with the name of each JSON log line the child writes."""
     part = 0  # > 0 while inside an over-long line
     try:
         while True:
@@ -106,7 +110,7 @@ async def pump(reader: asyncio.StreamReader, *, worker: str, stream: str, pid: i
                 line = await reader.readuntil(b"\n")
             except asyncio.IncompleteReadError as exc:  # EOF: the last, unterminated line
                 if exc.partial:
-                    forward_line(exc.partial, worker=worker, stream=stream, child_pid=pid,
+                    forward_line(exc.partial, worker=worker, stream=stream, pid=pid,
                                  part=part + 1 if part else None, final=True)
                 return
             except asyncio.LimitOverrunError as exc:
@@ -120,7 +124,9 @@ async def pump(reader: asyncio.StreamReader, *, worker: str, stream: str, pid: i
                              final=True)
                 part = 0
             else:
-                forward_line(line, worker=worker, stream=stream, pid=pid)
+                event = forward_line(line, worker=worker, stream=stream, pid=pid)
+                if event is not None and on_event is not None:
+                    on_event(event)
     except asyncio.CancelledError:
         raise
     except Exception as exc:

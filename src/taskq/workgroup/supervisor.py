@@ -119,7 +119,10 @@ class Supervisor:
             return 0
         sent, skipped = [], []
         for child in self.children:
-            if child.state is ChildState.RUNNING and child.send(signal.SIGHUP):
+            # a child mid-restart has no process; one still starting has no handler yet
+            # (SIGHUP would kill it) and reads the current credentials anyway
+            if (child.state is ChildState.RUNNING and child.signals_ready
+                    and child.send(signal.SIGHUP)):
                 sent.append(child.name)
             else:
                 skipped.append(child.name)
@@ -155,6 +158,8 @@ class Supervisor:
         loop = asyncio.get_running_loop()
         handled: list[signal.Signals] = []
         try:
+            if install_signal_handlers:
+                handled = self._install_signal_handlers(loop)
             await self._open_store(required=self.config.health_enabled)
             if self.config.supervisor.http_port is not None:
                 try:
@@ -166,8 +171,6 @@ class Supervisor:
                         f"{exc.strerror or exc}"
                     ) from None
                 log.info("workgroup.http_listening", port=port, host=self._http_host)
-            if install_signal_handlers:
-                handled = self._install_signal_handlers(loop)
             metrics.workgroup_children_configured.set(len(self.children))
             self._refresh_gauges()
             log.info("workgroup.started", instance=str(self.instance), config=self.config.path,
@@ -313,10 +316,10 @@ class Supervisor:
         name, pid = child.name, process.pid
         assert process.stdout is not None and process.stderr is not None
         pumps = [
-            asyncio.create_task(pump(process.stdout, worker=name, stream="stdout", pid=pid,
-                                     limit=PIPE_LIMIT), name=f"pump-{name}-stdout"),
-            asyncio.create_task(pump(process.stderr, worker=name, stream="stderr", pid=pid,
-                                     limit=PIPE_LIMIT), name=f"pump-{name}-stderr"),
+            asyncio.create_task(pump(reader, worker=name, stream=stream, pid=pid,
+                                     limit=PIPE_LIMIT, on_event=child.on_child_event),
+                                name=f"pump-{name}-{stream}")
+            for stream, reader in (("stdout", process.stdout), ("stderr", process.stderr))
         ]
         exited = asyncio.create_task(process.wait(), name=f"wait-{name}")
         watcher: asyncio.Task[str] | None = None
