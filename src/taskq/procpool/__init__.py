@@ -1,0 +1,55 @@
+"""The CPU process pool for ``cpu_bound=True`` actors: one dead process fails one job.
+
+The interface the worker uses::
+
+    from taskq.procpool import ProcessPool, JobFailed, PayloadUndecodable
+
+    pool = ProcessPool(registry_ref="pkg.mod:registry", size=None,  # None: os.cpu_count()
+                       max_tasks_per_child=1000, max_memory_per_child_mib=None,
+                       max_payload_bytes=64 * 1024 * 1024, start_method="forkserver",
+                       breaker_threshold=5, breaker_window=60.0, breaker_cooldown=30.0)
+    await pool.start()        # every process imports registry_ref and runs
+                              # Registry.initializer, then each cpu_bound Actor.initializer,
+                              # before it takes a job
+    result_json: str = await pool.run(actor_name, args_json, kwargs_json,
+                                      timeout=None, job_id=job.id, attempt=job.attempt)
+    pool.breaker_open         # True while cpu jobs should stay queued
+    pool.paused_actors        # cpu actor names to exclude from claims while it is open
+    await pool.close(grace=5.0)   # idempotent; leaves no process behind
+
+Keyword-only extras (defaults are fine in production): ``max_result_bytes`` (default: the
+payload limit), ``initializer_timeout`` (60 s), ``kill_grace`` (1 s between TERM and KILL
+for a timed-out job), ``env`` (extra environment for the pool processes), and, for tests,
+``restart_policy`` (a factory of ``RestartPolicy``, one per slot), ``clock`` (the breaker's)
+and ``cgroup_root``. Introspection: ``pids``, ``running_jobs`` (job_id -> pid),
+``processes_alive``, ``generation`` (processes started so far), ``slot_generations()``,
+``breaker_state``.
+
+What ``run`` raises, and what the worker does with it:
+
+=============================  ===========================================================
+``JobFailed``                  the job raised in its process (``error_type``,
+                               ``error_message``, ``remote_traceback``), or its result was
+                               not JSON-serialisable / over ``max_result_bytes``: a
+                               failure, normal retry rules
+``JobTimedOut``                ran past ``timeout``; its process was killed (TERM, grace,
+                               KILL) and replaced: a failure, normal retry rules
+``ProcessDied``                the process running THIS job died (signal, exit code,
+                               ``sys.exit``, OOM kill; ``cause``, ``exit_code``,
+                               ``exit_signal``, ``pid``): a crash, crash rules
+``BreakerOpen``                not run: give the job back uncharged
+``PayloadTooLarge``            over ``max_payload_bytes``; nothing was sent: dead, no retry
+``PayloadUndecodable``         the child could not decode the JSON: dead, never a crash
+``PoolClosed``                 the pool is closed (or closed while the job ran): give back
+=============================  ===========================================================
+
+Layout: ``pool.py`` (this facade and the slot supervisors), ``slot.py`` (one process:
+spawn, talk, stop, reap), ``child.py`` (the child's main loop and the wire protocol),
+``causes.py`` (naming deaths), ``breaker.py`` (the circuit breaker).
+"""
+
+from ..exceptions import JobFailed, PayloadUndecodable
+from .breaker import BreakerState
+from .pool import ProcessPool
+
+__all__ = ["BreakerState", "JobFailed", "PayloadUndecodable", "ProcessPool"]

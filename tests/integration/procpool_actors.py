@@ -1,0 +1,172 @@
+"""Actors for the process pool tests: every way a pool process can fail, at every stage.
+
+The pool processes find their instructions in the directory named by the environment
+variable ``TASKQ_PROCPOOL_TEST_DIR`` (the tests pass it through ``ProcessPool(env=...)``):
+
+* ``init-<failure>``: the next initializer run that removes this file (one process, once)
+  performs ``<failure>``; ``init-always-raise`` is never removed (every process fails);
+  ``init-rlimit-<mib>``: every process sets its ``RLIMIT_AS`` soft limit to <mib> MiB.
+* ``inits.log``: every initializer run appends "registry <pid>" / "actor <pid>".
+
+Failures: segfault, os_exit, sys_exit, exception, sigkill (write ``<stage>.pid`` and wait
+to be killed from outside), memory (allocate past an ``RLIMIT_AS`` set for the purpose),
+timeout (sleep forever). Stages: the initializer, the job body (``fail_in_job``), and
+returning the result (``fail_in_return``: the result is a dict whose ``items()``, called
+by the JSON encoder after the job returned, performs the failure).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import taskq
+
+FAILURES = ("segfault", "os_exit", "sys_exit", "exception", "sigkill", "memory", "timeout")
+
+
+def control_dir() -> Path:
+    return Path(os.environ["TASKQ_PROCPOOL_TEST_DIR"])
+
+
+def _log_init(kind: str) -> None:
+    with open(control_dir() / "inits.log", "a") as fh:
+        fh.write(f"{kind} {os.getpid()}\n")
+
+
+def _exhaust_memory() -> None:
+    """Allocate far past an RLIMIT_AS set just above the current size: MemoryError."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as fh:
+        size = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    resource.setrlimit(resource.RLIMIT_AS, (size + 64 * 1024 * 1024, hard))
+    try:
+        hog = bytearray(1024 * 1024 * 1024)
+        hog[0] = 1
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def perform(failure: str, stage: str) -> None:
+    if failure == "segfault":
+        ctypes.string_at(0)
+    elif failure == "os_exit":
+        os._exit(3)
+    elif failure == "sys_exit":
+        sys.exit(4)
+    elif failure == "exception":
+        raise ValueError(f"boom in the {stage}")
+    elif failure == "sigkill":
+        (control_dir() / f"{stage}.pid").write_text(str(os.getpid()))
+        time.sleep(3600)
+    elif failure == "memory":
+        _exhaust_memory()
+    elif failure == "timeout":
+        time.sleep(3600)
+    else:
+        raise AssertionError(f"unknown failure {failure!r}")
+
+
+def _registry_initializer() -> None:
+    _log_init("registry")
+    directory = control_dir()
+    for path in sorted(directory.glob("init-rlimit-*")):
+        mib = int(path.name.rsplit("-", 1)[1])
+        _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (mib * 1024 * 1024, hard))
+    if (directory / "init-always-raise").exists():
+        raise RuntimeError("this initializer always fails")
+    for failure in FAILURES:
+        token = directory / f"init-{failure}"
+        try:
+            token.unlink()  # whoever removes it performs the failure: exactly one process
+        except FileNotFoundError:
+            continue
+        perform(failure, "initializer")
+
+
+registry = taskq.Registry(initializer=_registry_initializer)
+_warm: dict[str, Any] = {}
+
+
+def _actor_initializer() -> None:
+    _log_init("actor")
+    _warm["pid"] = os.getpid()
+
+
+@registry.actor(cpu_bound=True, idempotent=True, initializer=_actor_initializer)
+def whoami() -> dict[str, int | None]:
+    """This process's pid and what the actor initializer left behind."""
+    return {"pid": os.getpid(), "warm_pid": _warm.get("pid")}
+
+
+@registry.actor(cpu_bound=True)
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@registry.actor(cpu_bound=True)
+def hold(release: str, timeout: float = 30.0) -> int:
+    """Run until the file ``release`` exists (a bystander kept busy on purpose)."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(release):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{release} never appeared")
+        time.sleep(0.01)
+    return os.getpid()
+
+
+@registry.actor(cpu_bound=True)
+def fail_in_job(failure: str) -> str:
+    perform(failure, "job")
+    return "survived"
+
+
+class _FailingResult(dict):  # type: ignore[type-arg]
+    """A result that fails while the pool encodes it (the encoder calls ``items()``)."""
+
+    def __init__(self, failure: str) -> None:
+        super().__init__(value=1)
+        self.failure = failure
+
+    def items(self):  # type: ignore[override]
+        perform(self.failure, "return")
+        return super().items()
+
+
+@registry.actor(cpu_bound=True)
+def fail_in_return(failure: str) -> dict[str, int]:
+    return _FailingResult(failure)
+
+
+@registry.actor(cpu_bound=True)
+def not_json() -> object:
+    return {"when": object()}
+
+
+@registry.actor(cpu_bound=True)
+def huge_result(n_bytes: int) -> str:
+    return "x" * n_bytes
+
+
+_hoard: list[bytearray] = []
+
+
+@registry.actor(cpu_bound=True)
+def grow(mib: int) -> int:
+    """Keep ``mib`` MiB resident (touched) in this process; return the pid."""
+    block = bytearray(mib * 1024 * 1024)
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    _hoard.append(block)
+    return os.getpid()
+
+
+@registry.actor(cpu_bound=True)
+def echo_size(blob: str) -> int:
+    return len(blob)

@@ -1,0 +1,489 @@
+"""The process pool beyond the matrix: seed 002's Verify lines, recycling, limits, lifecycle.
+
+Tests named ``test_verify_*`` carry a "Verify" line of seed 002 (process pool recovery).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+import pytest
+
+from taskq.exceptions import (
+    ActorNotFound,
+    ConfigError,
+    PayloadTooLarge,
+    PoolClosed,
+    ProcessDied,
+)
+from taskq.procpool import JobFailed, PayloadUndecodable, ProcessPool, causes
+from tests.helpers import wait_until
+from tests.integration import procpool_actors
+from tests.integration.procpool_support import (
+    CONTROL_ENV,
+    REGISTRY_REF,
+    all_breaks,
+    assert_no_process_left,
+    capture_taskq_logs,
+    events,
+    gauge,
+    gone,
+    make_pool,
+    recycle_count,
+    running_pid,
+    until,
+)
+
+
+async def pid_of_next_job(pool: ProcessPool) -> int:
+    return int(json.loads(await pool.run("whoami", "[]", "{}"))["pid"])
+
+
+# -- seed 002, section 1: the stdlib executor's blast radius ----------------------------
+
+
+def test_verify_stdlib_submissions_after_a_crash_raise_broken_process_pool() -> None:
+    """What we replace: after one crash every later submission fails, for good."""
+    executor = ProcessPoolExecutor(max_workers=2,
+                                   mp_context=multiprocessing.get_context("forkserver"))
+    try:
+        assert executor.submit(pow, 2, 5).result(timeout=30) == 32
+        with pytest.raises(BrokenProcessPool):
+            executor.submit(procpool_actors.perform, "os_exit", "job").result(timeout=30)
+        for _ in range(3):  # it never recovers by itself
+            with pytest.raises(BrokenProcessPool):
+                executor.submit(pow, 2, 5).result(timeout=30)
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+async def test_verify_a_crash_does_not_end_the_service_the_next_request_succeeds(
+        tmp_path: Path) -> None:
+    pool = make_pool(tmp_path, size=1)
+    await pool.start()
+    try:
+        with pytest.raises(ProcessDied):
+            await pool.run("fail_in_job", '["os_exit"]', "{}")
+        for _ in range(3):
+            assert await pool.run("add", "[20, 22]", "{}") == "42"
+    finally:
+        await pool.close()
+    assert_no_process_left()
+
+
+# -- seed 002, section 2: rebuilds are single ------------------------------------------
+
+
+async def test_verify_first_call_raises_next_call_succeeds_and_generation_is_two(
+        tmp_path: Path) -> None:
+    pool = make_pool(tmp_path, size=1)
+    await pool.start()
+    try:
+        assert pool.generation == 1
+        with pytest.raises(ProcessDied):
+            await pool.run("fail_in_job", '["segfault"]', "{}")
+        assert await pool.run("add", "[1, 1]", "{}") == "2"
+        assert pool.generation == 2  # one replacement, not one per caller
+    finally:
+        await pool.close()
+
+
+async def test_verify_rebuilds_are_single_n_concurrent_failures_n_replacements(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    capture_taskq_logs(caplog)
+    pool = make_pool(tmp_path, size=3)
+    await pool.start()
+    breaks_before = all_breaks()
+    try:
+        first_pids = set(pool.pids)
+        outcomes = await asyncio.gather(
+            *(pool.run("fail_in_job", '["segfault"]', "{}", job_id=f"c{i}") for i in range(3)),
+            return_exceptions=True)
+        assert all(isinstance(o, ProcessDied) for o in outcomes), outcomes
+        assert {o.pid for o in outcomes} == first_pids  # one death per process, each named
+        await until(lambda: pool.processes_ready == 3, what="three replacements")
+        assert pool.generation == 6
+        assert pool.slot_generations() == [2, 2, 2]
+        assert not first_pids & set(pool.pids)
+        assert all_breaks() == breaks_before + 3
+        broken = events(caplog, "process_pool_broken")
+        assert sorted(b["job_id"] for b in broken) == ["c0", "c1", "c2"]
+        ready = events(caplog, "process_pool_process_ready")
+        assert len(ready) == 6  # three first processes + exactly three replacements
+    finally:
+        await pool.close()
+    assert_no_process_left()
+
+
+# -- seed 002, section 3: retries are deliberate ---------------------------------------
+
+
+async def test_verify_a_job_that_always_crashes_propagates_after_one_retry(
+        tmp_path: Path) -> None:
+    """The worker retries an idempotent crash once on a fresh process; the pool gives
+    each attempt its own process and names each death; ordinary jobs still succeed."""
+    pool = make_pool(tmp_path, size=1)
+    await pool.start()
+    try:
+        deaths = []
+        for attempt in (1, 2):
+            with pytest.raises(ProcessDied) as died:
+                await pool.run("fail_in_job", '["segfault"]', "{}", job_id="poison",
+                               attempt=attempt)
+            deaths.append(died.value)
+        assert deaths[0].pid != deaths[1].pid  # the retry ran on a fresh process
+        assert all(d.exit_signal == "SIGSEGV" for d in deaths)
+        assert await pool.run("add", "[3, 4]", "{}") == "7"
+    finally:
+        await pool.close()
+
+
+# -- seed 002, section 4: causes are prevented ---------------------------------------
+
+
+async def test_verify_six_jobs_run_in_three_distinct_worker_processes(tmp_path: Path) -> None:
+    before = recycle_count("max_tasks")
+    pool = make_pool(tmp_path, size=1, max_tasks_per_child=2)
+    await pool.start()
+    try:
+        results = [json.loads(await pool.run("whoami", "[]", "{}")) for _ in range(6)]
+        pids = [r["pid"] for r in results]
+        assert len(set(pids)) == 3
+        assert pids[0] == pids[1] and pids[2] == pids[3] and pids[4] == pids[5]
+        assert all(r["warm_pid"] == r["pid"] for r in results)  # initializers replayed
+        assert recycle_count("max_tasks") == before + 3
+    finally:
+        await pool.close()
+    assert_no_process_left()
+
+
+async def test_verify_the_oversized_payload_raises_payload_too_large_without_breaking_the_pool(
+        tmp_path: Path) -> None:
+    # max_tasks_per_child=1: had the payload been sent, the next job would meet a new pid
+    pool = make_pool(tmp_path, size=1, max_tasks_per_child=1, max_payload_bytes=1000)
+    await pool.start()
+    try:
+        await pid_of_next_job(pool)
+        await until(lambda: pool.generation == 2 and pool.processes_ready == 1,
+                    what="the recycled process's replacement")
+        ready_pid = pool.pids[0]
+        breaks_before = all_breaks()
+        with pytest.raises(PayloadTooLarge, match="1000 bytes"):
+            await pool.run("echo_size", json.dumps(["x" * 1000]), "{}")
+        with pytest.raises(PayloadTooLarge):  # bytes, not characters: 400 x 3-byte "€"
+            await pool.run("echo_size", json.dumps(["€" * 400], ensure_ascii=False), "{}")
+        assert await pid_of_next_job(pool) == ready_pid  # nothing reached the process
+        assert await pool.run("echo_size", json.dumps(["x" * 900]), "{}") == "900"
+        assert all_breaks() == breaks_before
+    finally:
+        await pool.close()
+
+
+async def test_recycles_by_memory_between_jobs(tmp_path: Path) -> None:
+    before = recycle_count("max_memory")
+    pool = make_pool(tmp_path, size=1, max_memory_per_child_mib=150)
+    await pool.start()
+    try:
+        small = await pid_of_next_job(pool)
+        assert await pid_of_next_job(pool) == small  # under the limit: no recycling
+        grown = int(await pool.run("grow", "[200]", "{}"))  # the job itself completes
+        assert grown == small
+        assert recycle_count("max_memory") == before + 1
+        assert await pid_of_next_job(pool) != grown
+    finally:
+        await pool.close()
+
+
+# -- seed 002, section 5: breaks are observable ----------------------------------------
+
+
+async def test_verify_the_event_includes_job_name_payload_size_and_pool_generation(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    capture_taskq_logs(caplog)
+    (tmp_path / "init-rlimit-8192").touch()  # every process: RLIMIT_AS soft 8 GiB
+    pool = make_pool(tmp_path, size=1)
+    await pool.start()
+    args = json.dumps(["segfault"])
+    try:
+        await pool.run("add", "[1, 2]", "{}")
+        with pytest.raises(ProcessDied) as died:
+            await pool.run("fail_in_job", args, "{}", job_id="job-1", attempt=2)
+    finally:
+        await pool.close()
+    [event] = events(caplog, "process_pool_broken")
+    assert event["level"] == "ERROR"
+    assert event["job"] == "fail_in_job" and event["job_id"] == "job-1"
+    assert event["attempt"] == 2
+    assert event["payload_bytes"] == len(args) + len("{}")
+    assert event["pool_generation"] == 1 and event["slot_generation"] == 1
+    assert event["worker_memory_limit_mib"] == 8192
+    assert event["exit_signal"] == "SIGSEGV" and event["exit_code"] is None
+    assert event["pid"] == died.value.pid
+    assert event["cause"] == f"process {died.value.pid} killed by SIGSEGV while running fail_in_job"
+    assert isinstance(event["recent_oom_kills"], int) and event["recent_oom_kills"] >= -1
+
+
+def test_verify_running_it_here_shows_whether_dmesg_is_readable() -> None:
+    try:
+        done = subprocess.run(["dmesg", "--since", "-5min"], capture_output=True, timeout=5,
+                              check=False)
+        readable = done.returncode == 0
+    except OSError:
+        readable = False
+    found = causes.dmesg_oom_kills()
+    assert (found >= 0) == readable
+
+
+async def test_an_oom_kill_is_named_from_the_cgroup_counter(tmp_path: Path,
+                                                            caplog: pytest.LogCaptureFixture
+                                                            ) -> None:
+    """The kernel is not asked to OOM-kill here: a copy of this process's memory cgroup
+    files stands in for /sys/fs/cgroup, its oom_kill counter goes up, and the job's process
+    is SIGKILLed from outside, as the OOM killer would."""
+    capture_taskq_logs(caplog)
+    real = causes.OomCounter.for_pid(os.getpid())
+    if real is None:
+        pytest.skip("no memory cgroup counter readable here to copy")
+    root = tmp_path / "cgroup"
+    counter = root / real.path.relative_to(causes.CGROUP_ROOT)
+    counter.parent.mkdir(parents=True)
+    counter.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 7\n")
+    before = all_breaks()
+    pool = make_pool(tmp_path, size=1, cgroup_root=root)
+    await pool.start()
+    try:
+        release = tmp_path / "never"
+        job = asyncio.create_task(pool.run("hold", json.dumps([str(release)]), "{}",
+                                           job_id="victim"))
+        pid = await running_pid(pool, "victim")
+        counter.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 8\n")
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(ProcessDied) as died:
+            await job
+    finally:
+        await pool.close()
+    assert "OOM kill" in died.value.cause and "oom_kill +1" in died.value.cause
+    assert died.value.exit_signal == "SIGKILL"
+    [event] = events(caplog, "process_pool_broken")
+    assert event["recent_oom_kills"] == 1
+    assert all_breaks() == before + 1
+
+
+def test_this_machine_exposes_a_readable_oom_counter_or_none() -> None:
+    counter = causes.OomCounter.for_pid(os.getpid())
+    if counter is None:
+        pytest.skip("no memory cgroup counter readable here")
+    assert isinstance(counter.read(), int)
+
+
+# -- the payload and the result -------------------------------------------------------
+
+
+async def test_an_undecodable_payload_is_its_own_error_never_a_crash(tmp_path: Path) -> None:
+    pool = make_pool(tmp_path, size=1)
+    await pool.start()
+    breaks_before = all_breaks()
+    try:
+        pid = await pid_of_next_job(pool)
+        with pytest.raises(PayloadUndecodable, match="cannot be decoded"):
+            await pool.run("add", "[1, 2", "{}")
+        with pytest.raises(PayloadUndecodable, match="JSON array"):
+            await pool.run("add", '{"a": 1}', "{}")
+        assert await pid_of_next_job(pool) == pid  # the same process serves on
+        assert all_breaks() == breaks_before
+    finally:
+        await pool.close()
+
+
+async def test_a_result_that_is_not_json_is_a_job_failure_not_a_crash(tmp_path: Path) -> None:
+    pool = make_pool(tmp_path, size=1)
+    await pool.start()
+    try:
+        pid = await pid_of_next_job(pool)
+        with pytest.raises(JobFailed, match="not JSON-serialisable") as failed:
+            await pool.run("not_json", "[]", "{}")
+        assert failed.value.error_type == "ResultError"
+        assert await pid_of_next_job(pool) == pid
+    finally:
+        await pool.close()
+
+
+async def test_a_result_over_the_limit_is_a_job_failure_not_a_crash(tmp_path: Path) -> None:
+    pool = make_pool(tmp_path, size=1, max_result_bytes=10_000)
+    await pool.start()
+    try:
+        pid = await pid_of_next_job(pool)
+        with pytest.raises(JobFailed, match="over the pool's result limit of 10000 bytes"):
+            await pool.run("huge_result", "[20000]", "{}")
+        assert await pool.run("huge_result", "[100]", "{}") == json.dumps("x" * 100)
+        assert await pid_of_next_job(pool) == pid
+    finally:
+        await pool.close()
+
+
+async def test_job_failed_carries_the_remote_type_message_and_traceback(tmp_path: Path) -> None:
+    pool = make_pool(tmp_path, size=1)
+    await pool.start()
+    try:
+        with pytest.raises(JobFailed) as failed:
+            await pool.run("fail_in_job", '["exception"]', "{}")
+    finally:
+        await pool.close()
+    assert failed.value.error_type == "ValueError"
+    assert failed.value.error_message == "boom in the job"
+    assert "Traceback (most recent call last)" in failed.value.remote_traceback
+    assert "procpool_actors.py" in failed.value.remote_traceback
+    assert str(failed.value).endswith("ValueError: boom in the job")
+
+
+# -- lifecycle -----------------------------------------------------------------------
+
+
+async def test_an_idle_process_killed_from_outside_is_replaced_and_nobody_is_charged(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    capture_taskq_logs(caplog)
+    pool = make_pool(tmp_path, size=2)
+    await pool.start()
+    breaks_before = all_breaks()
+    try:
+        victim = pool.pids[0]
+        os.kill(victim, signal.SIGKILL)
+        await until(lambda: victim not in pool.pids and pool.processes_ready == 2,
+                    what="the idle process to be replaced")
+        results = await asyncio.gather(*(pool.run("add", "[1, 1]", "{}") for _ in range(4)))
+        assert results == ["2"] * 4
+        assert all_breaks() == breaks_before
+        assert events(caplog, "process_pool_process_lost")
+    finally:
+        await pool.close()
+    assert_no_process_left([victim])
+
+
+async def test_a_cancelled_job_takes_its_process_down_and_the_pool_replaces_it(
+        tmp_path: Path) -> None:
+    pool = make_pool(tmp_path, size=1)
+    await pool.start()
+    breaks_before = all_breaks()
+    try:
+        job = asyncio.create_task(pool.run("hold", json.dumps([str(tmp_path / "never")]), "{}",
+                                           job_id="slow"))
+        pid = await running_pid(pool, "slow")
+        job.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await job
+        await until(lambda: gone(pid), what="the cancelled job's process to end")
+        assert await pid_of_next_job(pool) != pid
+        assert all_breaks() == breaks_before
+    finally:
+        await pool.close()
+
+
+async def test_close_is_idempotent_stops_running_jobs_and_leaves_no_process(
+        tmp_path: Path) -> None:
+    pool = make_pool(tmp_path, size=2)
+    await pool.start()
+    breaks_before = all_breaks()
+    alive_before = gauge("taskq_process_pool_processes_alive")
+    pids = list(pool.pids)
+    job = asyncio.create_task(pool.run("hold", json.dumps([str(tmp_path / "never")]), "{}",
+                                       job_id="busy"))
+    await running_pid(pool, "busy")
+    await pool.close(grace=1.0)
+    await pool.close()
+    with pytest.raises(PoolClosed):
+        await job  # closed under it: given back, not a crash
+    with pytest.raises(PoolClosed):
+        await pool.run("add", "[1, 2]", "{}")
+    assert all_breaks() == breaks_before
+    assert gauge("taskq_process_pool_processes_alive") == alive_before - 2
+    assert_no_process_left(pids)
+
+
+async def test_processes_alive_gauge_tracks_live_processes(tmp_path: Path) -> None:
+    before = gauge("taskq_process_pool_processes_alive")
+    pool = make_pool(tmp_path, size=2)
+    await pool.start()
+    try:
+        assert gauge("taskq_process_pool_processes_alive") == before + 2
+        with pytest.raises(ProcessDied):
+            await pool.run("fail_in_job", '["os_exit"]', "{}")
+        await until(lambda: pool.processes_ready == 2, what="the replacement")
+        assert gauge("taskq_process_pool_processes_alive") == before + 2
+    finally:
+        await pool.close()
+    assert gauge("taskq_process_pool_processes_alive") == before
+
+
+def test_pool_processes_exit_when_their_worker_is_killed(tmp_path: Path) -> None:
+    """SIGKILL the parent (nothing runs its cleanup): its pool processes go too."""
+    script = tmp_path / "owner.py"
+    script.write_text(textwrap.dedent(f"""
+        import asyncio, json, sys
+        from taskq.procpool import ProcessPool
+
+        async def main():
+            pool = ProcessPool({REGISTRY_REF!r}, size=2,
+                               env={{{CONTROL_ENV!r}: {str(tmp_path)!r}}})
+            await pool.start()
+            busy = asyncio.ensure_future(pool.run("hold", json.dumps([{str(tmp_path / "x")!r}]),
+                                                  "{{}}", job_id="busy"))
+            while "busy" not in pool.running_jobs:
+                await asyncio.sleep(0.01)
+            print(json.dumps(pool.pids), flush=True)
+            await busy
+
+        if __name__ == "__main__":
+            asyncio.run(main())
+    """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, env=env,
+                             text=True)
+    try:
+        assert owner.stdout is not None
+        pids = json.loads(owner.stdout.readline())
+        assert len(pids) == 2 and not any(gone(p) for p in pids)
+        owner.kill()
+        owner.wait(timeout=30)
+        wait_until(lambda: all(gone(p) for p in pids), timeout=30,
+                   what="the orphaned pool processes to exit")
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait(timeout=30)
+        if owner.stdout is not None:
+            owner.stdout.close()
+
+
+async def test_fork_is_refused_and_a_bad_registry_is_named_at_start(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="never fork"):
+        ProcessPool(REGISTRY_REF, start_method="fork")
+    with pytest.raises(ConfigError, match="size"):
+        ProcessPool(REGISTRY_REF, size=0)
+    pool = ProcessPool("tests.integration.no_such_module:registry", size=1)
+    with pytest.raises(ActorNotFound, match="no_such_module"):
+        await pool.start()
+    await pool.close()
+    assert_no_process_left()
+
+
+async def test_spawn_works_too(tmp_path: Path) -> None:
+    pool = make_pool(tmp_path, size=1, start_method="spawn")
+    await pool.start()
+    try:
+        with pytest.raises(ProcessDied) as died:
+            await pool.run("fail_in_job", '["sys_exit"]', "{}")
+        assert died.value.exit_code == 4
+        assert await pool.run("add", "[1, 2]", "{}") == "3"
+    finally:
+        await pool.close()
+    assert_no_process_left()
