@@ -192,15 +192,23 @@ SELECT count(*) FROM extended;
 
 -- name: claim
 -- description: Claim up to n due queued jobs in (priority, run_at, id) order, skipping locked rows.
+-- One ordered scan of jobs_claim_idx per queue (queue = ANY(...) would sort every queued
+-- row); a row locked here but not picked is free again when the statement ends.
 WITH picked AS (
-    SELECT id FROM jobs
-    WHERE state = 'queued'
-      AND queue = ANY(%(queues)s::text[])
-      AND run_at <= now()
-      AND actor <> ALL(%(exclude_actors)s::text[])
-    ORDER BY priority, run_at, id
+    SELECT j.id
+    FROM unnest(%(queues)s::text[]) AS q(name)
+    CROSS JOIN LATERAL (
+        SELECT id, priority, run_at FROM jobs
+        WHERE state = 'queued'
+          AND queue = q.name
+          AND run_at <= now()
+          AND actor <> ALL(%(exclude_actors)s::text[])
+        ORDER BY priority, run_at, id
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) AS j
+    ORDER BY j.priority, j.run_at, j.id
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
 )
 UPDATE jobs
 SET state = 'running', attempt = jobs.attempt + 1, worker_id = %(worker_id)s,
