@@ -40,6 +40,7 @@ from ..jobs import (
     WorkerInfo,
 )
 from ..logs import get_logger
+from ..settings import sqlite_path
 from .drift import config_differences
 from .sqlfile import load_migrations, load_queries
 
@@ -249,8 +250,6 @@ class SqliteStore:
     async def reconnect(self, dsn: str | None = None) -> None:
         path = self.path
         if dsn is not None:
-            from ..settings import sqlite_path
-
             path = sqlite_path(dsn)
         if self._executor is None:
             self._set_path(path)
