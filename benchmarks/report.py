@@ -91,26 +91,34 @@ def one_line(case: Case, result: dict, quick: bool) -> str:
 
 
 def table(out: dict, quick: bool) -> str:
+    """Medians per system and the taskq/peer ratios; notes (n/a, failures) as footnotes."""
     systems = list(out["systems"])
     header = ["metric", *[out["systems"][s]["label"] for s in systems], "taskq/peer"]
     rows = [header]
+    footnotes: list[str] = []
+
+    def footnote(text: str) -> str:
+        if text not in footnotes:
+            footnotes.append(text)
+        return f"[{footnotes.index(text) + 1}]"
+
     for cid, case in out["cases"].items():
         c = _BY_ID[cid]
         for m in c.metrics_for(quick):
-            row = [f"{m.label} ({m.unit}{', lower is better' if not m.higher_is_better else ''})"]
+            better = "" if m.higher_is_better else ", lower is better"
+            row = [f"{m.label} ({m.unit}{better})"]
             for s in systems:
+                summary = case["summary"].get(s, {})
                 if s not in case["summary"] and s not in case["notes"]:
                     row.append("")
-                    continue
-                summary = case["summary"].get(s, {})
-                if m.key in summary:
+                elif m.key in summary:
                     row.append(_fmt(summary[m.key], m.digits))
                 elif s in case["notes"]:
-                    row.append(case["notes"][s][:60])
+                    row.append("n/a " + footnote(case["notes"][s]))
                 elif "note" in summary:
-                    row.append(summary["note"][:60])
+                    row.append("n/a " + footnote(summary["note"]))
                 elif summary.get("errors"):
-                    row.append("failed: " + summary["errors"][0][:50])
+                    row.append("failed " + footnote(summary["errors"][0][:300]))
                 else:
                     row.append("-")
             ratio_bits = [f"{out['systems'][p]['label']} {r[m.key]:.2f}x"
@@ -125,6 +133,7 @@ def table(out: dict, quick: bool) -> str:
         lines.append(f"{key}: taskq drain {d['drain_jobs_per_s']:,.0f} jobs/s = "
                      f"{d['fraction']:.0%} of the pgbench ceiling "
                      f"{d['ceiling_jobs_per_s']:,.0f} jobs/s")
+    lines += [f"[{i}] {text}" for i, text in enumerate(footnotes, start=1)]
     return "\n".join(lines)
 
 

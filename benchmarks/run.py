@@ -46,6 +46,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="JSON results (default results/latest.json; "
                    "--quick: results/raw/quick.json)")
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--workdir", type=Path, default=RAW,
+                   help="per-run logs and SQLite files (default results/raw)")
+    p.add_argument("--db-prefix", default="bench_",
+                   help="prefix of the per-system databases (default bench_)")
     p.add_argument("--offline", action="store_true",
                    help="never install: peers without a ready venv are 'unavailable'")
     ns = p.parse_args(argv)
@@ -77,7 +81,11 @@ def select_cases(families: str, quick: bool) -> list[Case]:
             and c.params(quick) is not None]
 
 
-def fresh_target(adapter: Adapter, admin_dsn: str | None, workdir: Path) -> str:
+def db_name(prefix: str, adapter: Adapter) -> str:
+    return prefix + adapter.name.replace("-", "_")
+
+
+def fresh_target(adapter: Adapter, admin_dsn: str | None, workdir: Path, prefix: str) -> str:
     """A clean store for one run of one system."""
     if workdir.exists():
         shutil.rmtree(workdir)
@@ -85,14 +93,15 @@ def fresh_target(adapter: Adapter, admin_dsn: str | None, workdir: Path) -> str:
     if adapter.backend == "postgres":
         if not admin_dsn:
             raise RuntimeError("TASKQ_BENCH_PG_DSN is not set")
-        return pgadmin.recreate(admin_dsn, "bench_" + adapter.name.replace("-", "_"))
+        return pgadmin.recreate(admin_dsn, db_name(prefix, adapter))
     if adapter.backend == "sqlite":
         return f"sqlite:///{workdir / 'store.sqlite3'}"
     return REDIS_URL
 
 
 def run_case(case: Case, adapters: dict[str, Adapter], prepared: dict[str, Prepared],
-             admin_dsn: str | None, quick: bool, runs: int) -> dict:
+             admin_dsn: str | None, args: argparse.Namespace) -> dict:
+    quick, runs = args.quick, args.runs
     params = case.params(quick) or {}
     systems = [s for s in case.systems if s in adapters]
     results: dict[str, list[dict]] = {s: [] for s in systems}
@@ -109,10 +118,10 @@ def run_case(case: Case, adapters: dict[str, Adapter], prepared: dict[str, Prepa
         shift = i % max(1, len(runnable))
         for s in runnable[shift:] + runnable[:shift]:
             adapter = adapters[s]
-            workdir = RAW / case.id / s / f"run{i}"
+            workdir = args.workdir / case.id / s / f"run{i}"
             started = time.perf_counter()
             try:
-                dsn = fresh_target(adapter, admin_dsn, workdir)
+                dsn = fresh_target(adapter, admin_dsn, workdir, args.db_prefix)
                 result = adapter.run(prepared[s].python, case.script_scenario, dsn, workdir,
                                      params, case.timeout)
             except Exception as exc:
@@ -123,7 +132,7 @@ def run_case(case: Case, adapters: dict[str, Adapter], prepared: dict[str, Prepa
                   f"{report.one_line(case, result, quick)}", flush=True)
         for s in runnable:
             if adapters[s].backend == "postgres" and admin_dsn:
-                pgadmin.drop(admin_dsn, "bench_" + adapters[s].name.replace("-", "_"))
+                pgadmin.drop(admin_dsn, db_name(args.db_prefix, adapters[s]))
     return {
         "title": case.title, "family": case.family, "subject": case.subject,
         "script_scenario": case.script_scenario, "params": params, "runs": n_runs,
@@ -191,8 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     for case in cases:
         print(f"{case.title}", flush=True)
-        out["cases"][case.id] = run_case(case, adapters, prepared, admin_dsn, args.quick,
-                                         args.runs)
+        out["cases"][case.id] = run_case(case, adapters, prepared, admin_dsn, args)
     out["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     out["derived"] = report.derived(out["cases"])
     out["targets"] = targets.evaluate(out["cases"], out["derived"])
@@ -201,12 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     print(report.table(out, args.quick))
     print()
     print(report.targets_table(out["targets"]))
-    out_json = args.out or (RAW / "quick.json" if args.quick else RESULTS / "latest.json")
+    out_json = args.out or (args.workdir / "quick.json" if args.quick
+                            else RESULTS / "latest.json")
     out_json.parent.mkdir(parents=True, exist_ok=True)
     out_json.write_text(json.dumps(out, indent=1, sort_keys=True, default=str) + "\n")
     print(f"\nresults: {out_json}")
     if not args.no_plots:
-        img_dir = DOCS_IMG if not args.quick else RAW / "img"
+        img_dir = DOCS_IMG if not args.quick else args.workdir / "img"
         print(make_plots(out_json, img_dir, offline=args.offline or args.quick))
     return 0
 

@@ -65,7 +65,11 @@ async def _worker(args: argparse.Namespace) -> None:
     conn = await _connect(args.dsn)
     qm = QueueManager(Queries(AsyncpgDriver(conn)))
 
-    @qm.entrypoint(ENTRYPOINT)
+    # PgQueuer requires max_concurrent_tasks >= 2 * batch_size: a cap of 1 is set on the
+    # entrypoint instead (concurrency_limit, enforced in its dequeue SQL).
+    serial = args.concurrency == 1
+
+    @qm.entrypoint(ENTRYPOINT, concurrency_limit=1 if serial else 0)
     async def noop(job) -> None:
         if events.hold:
             events.write("start", job.payload.decode())
@@ -76,8 +80,9 @@ async def _worker(args: argparse.Namespace) -> None:
             events.write("start", job.payload.decode())
 
     kwargs = {}
-    if args.concurrency:
+    if args.concurrency > 1:
         kwargs["max_concurrent_tasks"] = args.concurrency
+        kwargs["batch_size"] = max(1, min(10, args.concurrency // 2))
     await qm.run(**kwargs)
 
 

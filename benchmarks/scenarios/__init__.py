@@ -7,7 +7,7 @@ from .base import Case, Metric, lookup
 
 CASES: tuple[Case, ...] = (
     *throughput.CASES, *latency.CASES, *recovery.CASES, *claims.CASES, *sqlite.CASES,
-    *ceiling.CASES, *memory.CASES,
+    *ceiling.CASES, *throughput.SWEEP, *memory.CASES,
 )
 FAMILIES = tuple(dict.fromkeys(c.family for c in CASES))
 

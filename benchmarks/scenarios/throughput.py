@@ -33,3 +33,19 @@ CASES = (
         metrics=(Metric("jobs_per_s", "drain, concurrency 32", "jobs/s"),),
     ),
 )
+
+SWEEP_CONCURRENCY = (1, 4, 10, 32, 64)
+
+#: drain throughput against concurrency (the plot); smaller drains, one run each
+SWEEP = tuple(
+    Case(
+        id=f"sweep_c{c}", family="sweep", title=f"drain sweep, concurrency {c}",
+        script_scenario="drain", subject="taskq", peers=PG_PEERS,
+        full={"n": 5000, "batch": 1000, "concurrency": c},
+        quick=None,
+        metrics=(Metric("jobs_per_s", f"drain 5,000, concurrency {c}", "jobs/s"),),
+        full_runs=1,
+        extra={"concurrency": c},
+    )
+    for c in SWEEP_CONCURRENCY
+)
