@@ -489,6 +489,19 @@ async def test_rescue_expired_only_touches_expired_leases_and_names_the_worker(s
     assert await store.rescue_expired("lease expired") == []
 
 
+async def test_concurrent_sweepers_charge_each_expired_run_once(store, target):
+    lost = uuid7()
+    await store.enqueue([spec(idempotent=True, max_crashes=5) for _ in range(200)])
+    assert len(await claim_all(store, lost, limit=200, lease=-1)) == 200
+    async with another_store(target) as other:
+        results = await asyncio.gather(*(s.rescue_expired("sweep") for s in
+                                         (store, other, store, other)))
+    rescued = [r.id for batch in results for r in batch]
+    assert len(rescued) == len(set(rescued)) == 200
+    jobs = await store.list_jobs(limit=300)
+    assert {(j.state, j.crash_count) for j in jobs} == {("queued", 1)}
+
+
 async def test_heartbeat_extends_leases_so_the_sweeper_leaves_them(store):
     w = worker()
     await store.register_worker(w)
