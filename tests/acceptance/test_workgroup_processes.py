@@ -91,6 +91,9 @@ async def test_sigkilled_child_is_replaced_and_its_job_rescued_at_once(
                           '[[workers]]\nname = "api"\npoll_interval = 0.1\n')
     wg = workgroups(config, target.env)
     first = await in_thread(wg.started_pid, "api")
+    # a 5 s grace is below a child's worst-case clean exit: said at start, with the numbers
+    assert any("shutdown_grace 5s is below a child's worst-case clean exit of 45s"
+               in w["warning"] for w in wg.events("workgroup.config_warning"))
     async with AsyncClient(store=store) as client:
         job_id = await client.enqueue(nap, 300)
     await async_wait_until(lambda: _is(job_state(store, job_id), "running"),

@@ -33,6 +33,7 @@ from .child import PIPE_LIMIT, Child, ChildState, build_command, describe_exit, 
 from .config import WorkgroupConfig
 from .http import StatusServer
 from .pumps import pump
+from .validate import warnings_for
 
 log = get_logger(__name__)
 
@@ -171,6 +172,8 @@ class Supervisor:
                         f"{exc.strerror or exc}"
                     ) from None
                 log.info("workgroup.http_listening", port=port, host=self._http_host)
+            for warning in warnings_for(self.config, None):  # the grace arithmetic
+                log.warning("workgroup.config_warning", warning=warning)
             metrics.workgroup_children_configured.set(len(self.children))
             self._refresh_gauges()
             log.info("workgroup.started", instance=str(self.instance), config=self.config.path,
