@@ -187,7 +187,7 @@ async def test_sigstopped_child_with_health_on_is_replaced_as_unhealthy(
     assert await in_thread(wg.stop) == 0
 
 
-def test_sighup_is_forwarded_to_every_child_and_the_supervisor_survives(
+def test_sighup_is_forwarded_and_survived_and_ctrl_c_reaches_each_child_once(
     sqlite_target, migrated_sqlite, tmp_path: Path, workgroups
 ) -> None:
     dsn_file = tmp_path / "dsn"
@@ -210,7 +210,16 @@ def test_sighup_is_forwarded_to_every_child_and_the_supervisor_survives(
     assert {line["worker"] for line in reloaded} == {"api", "batch"}
     assert wg.proc.poll() is None and all(pid_alive(pid) for pid in pids)
     assert wg.events("workgroup.restart_scheduled") == []
-    assert wg.stop() == 0
+
+    # a terminal's Ctrl-C: SIGINT to the supervisor's process group reaches only it, and
+    # each child is told to stop exactly once (a second signal would hurry it)
+    os.killpg(wg.proc.pid, signal.SIGINT)
+    assert wg.wait_exit() == 0
+    stopping = wg.events("worker-stopping")
+    assert sorted(line["worker"] for line in stopping) == ["api", "batch"]
+    assert {line["reason"] for line in stopping} == {"SIGTERM"}
+    assert wg.events("worker-stop-hurried") == []
+    assert not any(pid_alive(pid) for pid in pids)
 
 
 async def test_sigterm_stops_everything_cleanly_and_leaves_no_job_running(
