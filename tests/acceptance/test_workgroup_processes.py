@@ -387,3 +387,26 @@ async def test_in_process_supervisor_reloads_running_children_but_not_during_shu
     (exited,) = [e for e in events if e.kind == "child_exited"]
     assert exited.fields["exit_cause"] == "exited cleanly (code 0)"
     assert not pid_alive(exited.fields["pid"])
+
+
+def test_health_query_failures_are_tolerated_up_to_the_limit(
+    sqlite_target, migrated_sqlite, tmp_path: Path, workgroups
+) -> None:
+    # the supervisor's health store is an unmigrated file: every query fails
+    broken = f"sqlite:///{tmp_path / 'not-migrated.sqlite3'}"
+    config = write_config(
+        tmp_path / "wg.toml",
+        FAST.format(grace=5) + f'health_pg_dsn = "{broken}"\n[[workers]]\nname = "api"\n'
+        "[workers.health]\nenabled = true\ncheck_interval = 0.2\nstartup_grace = 0.5\n"
+        "consecutive_failure_limit = 3\n",
+    )
+    wg = workgroups(config, sqlite_target.env)
+    first = wg.started_pid("api")
+    (unhealthy,) = wg.wait_event("workgroup.child_unhealthy", child_pid=first)
+    assert unhealthy["problem"].startswith("health query failed 3 times in a row")
+    failures = wg.events("workgroup.health_query_failed", child_pid=first)
+    assert [f["consecutive_failures"] for f in failures] == [1, 2, 3]
+    (scheduled,) = wg.wait_event("workgroup.restart_scheduled", worker="api")
+    assert scheduled["reason"] == "unhealthy"
+    assert wg.started_pid("api", nth=2) != first
+    assert wg.stop() == 0
