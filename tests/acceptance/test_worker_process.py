@@ -352,3 +352,33 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+async def test_cpu_actor_that_exits_is_crashed_then_poison_and_the_pool_serves_on(
+        store, spawn, runs_file):
+    """cpu_bound actors run in the process pool of a real worker: a job whose process
+    ``os._exit``s is a crash (re-run if idempotent, poison after two; dead/crashed if not),
+    a job that raises is a normal failure, and the pool keeps serving."""
+    worker = spawn("--actors", "tests.worker_cpu_actors:registry", "--cpu-workers", "2")
+    worker.wait_for_event("worker-started")  # it recorded the actors' options: enqueue by name
+    async with AsyncClient(store=store) as client:
+        square = await client.enqueue_with("cpu_square", [7])
+        poison = await client.enqueue_with("cpu_exit_idempotent", ["px"])
+        once = await client.enqueue_with("cpu_exit_once", ["ox"])
+        raises = await client.enqueue_with("cpu_raises", ["rx"])
+        jobs = await wait_for_states(store, [square, poison, once, raises],
+                                     {"succeeded", "dead"}, timeout=60)
+        after = await client.enqueue_with("cpu_square", [8])
+        (after_job,) = await wait_for_states(store, [after], {"succeeded"}, timeout=60)
+        worker.signal(signal.SIGTERM)
+        assert worker.wait() == exit_codes.OK
+    square_job, poison_job, once_job, raises_job = jobs
+    assert square_job.state == "succeeded" and json.loads(square_job.result) == 49
+    assert poison_job.dead_reason == "poison" and poison_job.crash_count == 2
+    assert starts(runs_file, "px") == 2
+    assert once_job.dead_reason == "crashed" and once_job.crash_count == 1
+    assert starts(runs_file, "ox") == 1
+    assert "3" in once_job.last_error  # the cause names the exit code
+    assert raises_job.dead_reason == "failed" and raises_job.attempts == 2
+    assert raises_job.crash_count == 0 and "KeyError" in raises_job.last_error
+    assert json.loads(after_job.result) == 64

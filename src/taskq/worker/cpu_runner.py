@@ -58,7 +58,7 @@ class CpuRunner:
         )
         await pool.start()
         self._pool = pool
-        log.info("process-pool-started", size=self._config.cpu_workers)
+        log.info("process-pool-started", size=pool.size)
 
     @property
     def excluded_actors(self) -> Sequence[str]:

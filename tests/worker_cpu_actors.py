@@ -1,0 +1,36 @@
+"""cpu_bound actors for the worker's end-to-end CPU-pool tests (a registry of their own,
+so the other worker tests do not start a process pool)."""
+
+from __future__ import annotations
+
+import os
+
+from taskq import Registry, RetryBackoff
+from tests.worker_actors import record
+
+registry = Registry()
+
+
+@registry.actor(cpu_bound=True, idempotent=True)
+def cpu_square(x: int) -> int:
+    record("run", f"square{x}")
+    return x * x
+
+
+@registry.actor(cpu_bound=True, idempotent=True, max_crashes=2)
+def cpu_exit_idempotent(key: str) -> None:
+    record("start", key)
+    os._exit(3)
+
+
+@registry.actor(cpu_bound=True, idempotent=False)
+def cpu_exit_once(key: str) -> None:
+    record("start", key)
+    os._exit(3)
+
+
+@registry.actor(cpu_bound=True, max_attempts=2,
+                retry_backoff=RetryBackoff(initial=0.01, maximum=0.05))
+def cpu_raises(key: str) -> None:
+    record("run", key)
+    raise KeyError(key)
