@@ -4,6 +4,8 @@ schema. Each failure is one clear taskq error, and the store recovers when it ca
 from __future__ import annotations
 
 import secrets
+import sqlite3
+import threading
 from pathlib import Path
 
 import psycopg
@@ -12,6 +14,7 @@ import pytest
 from taskq.exceptions import ConfigError, InvalidDSN, SchemaNotMigrated, StoreUnavailable
 from taskq.ids import uuid7
 from taskq.store import create_store
+from taskq.store.sqlite import SqliteStore
 
 from .storekit import another_store, spec
 
@@ -142,3 +145,56 @@ async def test_calls_before_open_are_store_unavailable(target):
     store = create_store(target.dsn, target.schema)
     with pytest.raises(StoreUnavailable, match="not open"):
         await store.stats()
+
+
+class WriteLockHolder:
+    """Another connection holding the SQLite file's write lock (as a busy process would)."""
+
+    def __init__(self, path: str) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+    def __enter__(self) -> WriteLockHolder:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self
+
+    def release(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("COMMIT")
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+        self.conn.close()
+
+
+async def test_sqlite_lock_held_too_long_is_store_unavailable_then_recovers(sqlite_target):
+    path = sqlite_target.dsn.removeprefix("sqlite:///")
+    store = SqliteStore(path, busy_timeout=0.05, locked_deadline=0.3)
+    await store.open()
+    try:
+        await store.migrate()
+        with WriteLockHolder(path), pytest.raises(StoreUnavailable, match="locked") as info:
+            await store.enqueue([spec()])
+        assert "\n" not in str(info.value)
+        assert (await store.stats())["queued"] == 0  # nothing half-written
+        await store.enqueue([spec()])
+        assert (await store.stats())["queued"] == 1
+    finally:
+        await store.close()
+
+
+async def test_sqlite_write_waits_out_a_lock_past_the_busy_timeout(sqlite_target):
+    path = sqlite_target.dsn.removeprefix("sqlite:///")
+    store = SqliteStore(path, busy_timeout=0.01, locked_deadline=30.0)
+    await store.open()
+    try:
+        await store.migrate()
+        with WriteLockHolder(path) as holder:
+            timer = threading.Timer(0.3, holder.release)  # the other process finishes
+            timer.start()
+            try:
+                await store.enqueue([spec()])
+            finally:
+                timer.cancel()
+        assert (await store.stats())["queued"] == 1
+    finally:
+        await store.close()

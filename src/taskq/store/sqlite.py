@@ -50,7 +50,7 @@ T = TypeVar("T")
 Q = load_queries("sqlite.sql")
 MIGRATIONS = load_migrations("sqlite")
 
-BUSY_TIMEOUT = 5.0  # seconds one statement waits for a lock (PRAGMA busy_timeout)
+BUSY_TIMEOUT = 5.0  # seconds one statement waits for a lock (sqlite3's busy timeout)
 LOCKED_DEADLINE = 30.0  # seconds of retrying a locked database before StoreUnavailable
 POLL_INTERVAL = 0.025  # wait_for_jobs: how often to look for commits by others
 
@@ -122,8 +122,10 @@ class SqliteStore:
 
     kind = "sqlite"
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, busy_timeout: float = BUSY_TIMEOUT,
+                 locked_deadline: float = LOCKED_DEADLINE) -> None:
         self._set_path(path)
+        self._busy_timeout, self._locked_deadline = busy_timeout, locked_deadline
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
         # Seen by the store thread only: commits made through this connection (which
@@ -166,7 +168,7 @@ class SqliteStore:
         return self._conn
 
     def _retrying_locks(self, fn: Callable[[], T]) -> T:
-        deadline = time.monotonic() + LOCKED_DEADLINE
+        deadline = time.monotonic() + self._locked_deadline
         backoff = 0.005
         while True:
             try:
@@ -208,12 +210,11 @@ class SqliteStore:
                 f"cannot create the directory of SQLite database sqlite:///{path}: "
                 f"{exc.strerror or exc}") from exc
         try:
-            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, isolation_level=None,
+            conn = sqlite3.connect(path, timeout=self._busy_timeout, isolation_level=None,
                                    check_same_thread=False)
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"cannot open SQLite database sqlite:///{path}: {exc}") from exc
         try:
-            conn.execute(Q["busy_timeout"])
             self._retrying_locks(lambda: conn.execute(Q["journal_mode_wal"]).fetchone())
             conn.execute(Q["synchronous_normal"])
         except sqlite3.Error as exc:

@@ -22,10 +22,6 @@ PRAGMA journal_mode = WAL;
 -- description: Durable at checkpoints; safe with WAL.
 PRAGMA synchronous = NORMAL;
 
--- name: busy_timeout
--- description: How long a statement waits for another connection's lock (ms).
-PRAGMA busy_timeout = 5000;
-
 -- name: data_version
 -- description: Changes when another connection commits to the file.
 PRAGMA data_version;
