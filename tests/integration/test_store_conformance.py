@@ -591,3 +591,15 @@ async def test_wait_for_jobs_wakes_on_requeue(store, target):
         waiter = asyncio.create_task(store.wait_for_jobs(["default"], timeout=20.0))
         await other.rescue_worker(w, "died")
         assert await asyncio.wait_for(waiter, timeout=25.0) is True
+
+
+async def test_a_cancelled_wait_leaves_the_next_wait_working(store, target):
+    """The fetcher cancels its wait at shutdown or on its own timeout."""
+    await prime(store, uuid7())
+    for _ in range(3):
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(store.wait_for_jobs(["default"], timeout=30.0), timeout=0.1)
+    async with another_store(target) as producer:
+        await producer.enqueue([spec()])
+    assert await store.wait_for_jobs(["default"], timeout=20.0) is True
+    await store.ping()
