@@ -1,0 +1,121 @@
+"""The worker's background parts: heartbeat keeps leases, acker batches, sweeper prunes;
+a middleware fault after the job does not lose or repeat its outcome."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from taskq import AsyncClient
+from taskq.ids import uuid7
+from taskq.jobs import Outcome, OutcomeKind, WorkerInfo
+from taskq.worker import Middleware
+from taskq.worker.acker import Acker
+from tests import worker_actors as actors
+from tests.helpers import async_wait_until
+from tests.worker_harness import running_worker, wait_for_states
+from tests.worker_logs import captured_logs
+
+
+@pytest.fixture
+def runs_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "runs.log"
+    monkeypatch.setenv("TASKQ_TEST_RUNS", str(path))
+    return path
+
+
+async def test_heartbeat_keeps_a_long_job_leased_past_many_lease_periods(target, store,
+                                                                         runs_file, tmp_path):
+    async with AsyncClient(store=store) as client:
+        job_id = await client.enqueue(actors.held_idempotent, "long", str(tmp_path))
+        async with running_worker(target, queues=("held",), lease=0.6,
+                                  heartbeat_interval=0.1) as worker:
+            await async_wait_until(lambda: _beats(worker, 12), what="a dozen heartbeats")
+            running = await store.get_job(job_id)
+            assert running.state == "running" and running.crash_count == 0
+            (tmp_path / "long").touch()
+            (job,) = await wait_for_states(store, [job_id], {"succeeded"})
+    assert job.attempts == 1 and job.crash_count == 0
+    assert actors.runs(runs_file, "start") == ["long"]
+
+
+async def _beats(worker, n: int) -> bool:
+    return worker.heartbeat is not None and worker.heartbeat.beats >= n
+
+
+class _CountingStore:
+    """The real store, with its complete() calls counted."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+        self.complete_calls: list[int] = []
+
+    async def complete(self, worker_id, outcomes):
+        self.complete_calls.append(len(outcomes))
+        return await self._store.complete(worker_id, outcomes)
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+
+async def test_acker_sends_collected_outcomes_as_one_complete_call(store):
+    worker_id = uuid7()
+    await store.register_worker(WorkerInfo(id=worker_id, pid=1, hostname="h", queues=["default"]))
+    async with AsyncClient(store=store) as client:
+        ids = await client.enqueue_many(actors.remember, [((f"b{i}",), {}) for i in range(50)])
+    claimed = await store.claim(worker_id, ["default"], 50, 30)
+    counting = _CountingStore(store)
+    acker = Acker(counting, worker_id)
+    for job in claimed:
+        acker.add(Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED))
+    task = asyncio.create_task(acker.run())
+    await acker.close(task, 10)
+    assert counting.complete_calls == [50]
+    jobs = await wait_for_states(store, ids, {"succeeded"})
+    assert len(jobs) == 50
+
+
+class _FailsAfterJob(Middleware):
+    def __init__(self) -> None:
+        self.failed: set[object] = set()
+
+    def after_job(self, job, outcome) -> None:
+        if job.id not in self.failed:
+            self.failed.add(job.id)
+            raise RuntimeError("after_job hook broke")
+
+
+async def test_middleware_fault_after_the_job_keeps_its_outcome(target, store, runs_file):
+    with captured_logs() as logs:
+        async with AsyncClient(store=store) as client:
+            job_id = await client.enqueue(actors.remember, "after")
+            async with running_worker(target, middleware=[_FailsAfterJob()]) as worker:
+                (job,) = await wait_for_states(store, [job_id], {"succeeded"})
+                await async_wait_until(lambda: _alive(worker, 4), what="the replacement")
+    assert actors.runs(runs_file) == ["after"]  # acknowledged with its outcome, not re-run
+    assert job.attempts == 1
+    assert "after_job hook broke" in logs.events("worker died")[0]["exception"]
+
+
+async def _alive(worker, n: int) -> bool:
+    return worker.supervisor.alive == n and worker.supervisor.restarts == 1
+
+
+async def test_sweeper_prunes_old_succeeded_jobs_and_silent_worker_rows(target, store):
+    stale = WorkerInfo(id=uuid7(), pid=1, hostname="gone", queues=["default"])
+    await store.register_worker(stale)
+    async with AsyncClient(store=store) as client:
+        ids = await client.enqueue_many(actors.noop, [((), {}) for _ in range(20)])
+        async with running_worker(target, retention_succeeded=0.0, retention_workers=1.0,
+                                  prune_interval=0.2, sweep_interval=0.2) as worker:
+            await wait_for_states(store, ids, {"succeeded"})
+            await async_wait_until(lambda: _pruned(store, ids, stale.id, worker.id),
+                                   what="old jobs and the silent row pruned")
+
+
+async def _pruned(store, ids, stale_id, live_id) -> bool:
+    workers = {w.id for w in await store.list_workers()}
+    jobs = [await store.get_job(i) for i in ids]
+    return all(j is None for j in jobs) and stale_id not in workers and live_id in workers
