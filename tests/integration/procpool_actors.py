@@ -30,13 +30,17 @@ import taskq
 FAILURES = ("segfault", "os_exit", "sys_exit", "exception", "sigkill", "memory", "timeout")
 
 
-def control_dir() -> Path:
-    return Path(os.environ["TASKQ_PROCPOOL_TEST_DIR"])
+def control_dir() -> Path | None:
+    """The test's control directory; None in a pool started without one (a worker's)."""
+    value = os.environ.get("TASKQ_PROCPOOL_TEST_DIR")
+    return Path(value) if value else None
 
 
 def _log_init(kind: str) -> None:
-    with open(control_dir() / "inits.log", "a") as fh:
-        fh.write(f"{kind} {os.getpid()}\n")
+    directory = control_dir()
+    if directory is not None:
+        with open(directory / "inits.log", "a") as fh:
+            fh.write(f"{kind} {os.getpid()}\n")
 
 
 def _exhaust_memory() -> None:
@@ -62,7 +66,9 @@ def perform(failure: str, stage: str) -> None:
     elif failure == "exception":
         raise ValueError(f"boom in the {stage}")
     elif failure == "sigkill":
-        (control_dir() / f"{stage}.pid").write_text(str(os.getpid()))
+        directory = control_dir()
+        assert directory is not None, "sigkill needs a control directory"
+        (directory / f"{stage}.pid").write_text(str(os.getpid()))
         time.sleep(3600)
     elif failure == "memory":
         _exhaust_memory()
@@ -75,6 +81,8 @@ def perform(failure: str, stage: str) -> None:
 def _registry_initializer() -> None:
     _log_init("registry")
     directory = control_dir()
+    if directory is None:
+        return
     for path in sorted(directory.glob("init-rlimit-*")):
         mib = int(path.name.rsplit("-", 1)[1])
         _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -142,6 +150,19 @@ class _FailingResult(dict):  # type: ignore[type-arg]
 @registry.actor(cpu_bound=True)
 def fail_in_return(failure: str) -> dict[str, int]:
     return _FailingResult(failure)
+
+
+@registry.actor(cpu_bound=True, idempotent=True)
+def crash_idempotent(failure: str) -> str:
+    perform(failure, "job")
+    return "survived"
+
+
+@registry.actor(cpu_bound=True, timeout=0.5, max_attempts=2,
+                retry_backoff=taskq.RetryBackoff(initial=0.01, maximum=0.05))
+def spin_past_timeout() -> str:
+    time.sleep(3600)
+    return "never"
 
 
 @registry.actor(cpu_bound=True)

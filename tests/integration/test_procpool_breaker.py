@@ -15,6 +15,7 @@ import pytest
 from taskq.exceptions import BreakerOpen, ProcessDied
 from taskq.procpool import BreakerState, ProcessPool
 from taskq.procpool.breaker import Admission, Breaker
+from tests.integration import procpool_actors
 from tests.integration.procpool_support import (
     assert_no_process_left,
     capture_taskq_logs,
@@ -26,8 +27,7 @@ from tests.integration.procpool_support import (
 )
 
 THRESHOLD, WINDOW, COOLDOWN = 2, 60.0, 30.0
-CPU_ACTORS = ["whoami", "add", "hold", "fail_in_job", "fail_in_return", "not_json",
-              "huge_result", "grow", "echo_size"]
+CPU_ACTORS = [actor.name for actor in procpool_actors.registry if actor.cpu_bound]
 
 
 class FakeClock:

@@ -324,6 +324,7 @@ class ProcessPool:
             slot.retire("timeout", failure=False, hard=True)
             log.warning("process_pool_job_timed_out", job=job.actor, job_id=job.job_id,
                         timeout=job.timeout, pid=slot.pid)
+            await slot.reaped.wait()  # gone before anyone may run the job again
             self._probe_verdict(probe, broke=False)
             raise JobTimedOut(f"{job.actor} ran past its timeout of {job.timeout}s; its process "
                               f"{slot.pid} was killed and replaced")

@@ -1,0 +1,51 @@
+"""The pool inside a real worker, on both stores: every job ends accounted for.
+
+A worker (in-process ``Worker``, real store, real pool processes) runs cpu_bound actors
+that crash, time out and succeed side by side; the jobs' rows show the crash rules, the
+causes and the bystanders' clean records.
+"""
+
+from __future__ import annotations
+
+import json
+
+from taskq import AsyncClient
+from tests.integration import procpool_actors as actors
+from tests.integration.procpool_support import assert_no_process_left
+from tests.worker_harness import running_worker, wait_for_states
+
+ACTORS = "tests.integration.procpool_actors:registry"
+
+
+async def test_worker_applies_the_crash_rules_and_bystanders_are_never_charged(target, store):
+    async with AsyncClient(store=store) as client:
+        poison = await client.enqueue(actors.crash_idempotent, "segfault")
+        crashed = await client.enqueue(actors.fail_in_job, "os_exit")
+        slow = await client.enqueue(actors.spin_past_timeout)
+        bystanders = await client.enqueue_many(actors.add, [((i, i), {}) for i in range(12)])
+        async with running_worker(target, actors=ACTORS, cpu_workers=2, max_concurrency=4):
+            done = await wait_for_states(store, [poison, crashed, slow, *bystanders],
+                                         {"succeeded", "dead"}, timeout=60)
+    by_id = {job.id: job for job in done}
+
+    # idempotent: retried once on a fresh process, then poison, with the cause recorded
+    assert by_id[poison].dead_reason == "poison"
+    assert by_id[poison].crash_count == 2
+    assert "killed by SIGSEGV while running crash_idempotent" in by_id[poison].last_error
+
+    # non-idempotent: not re-run
+    assert by_id[crashed].dead_reason == "crashed"
+    assert by_id[crashed].crash_count == 1
+    assert "exited with code 3 while running fail_in_job" in by_id[crashed].last_error
+
+    # a timeout is a failure: retried under the retry rules, never a crash
+    assert by_id[slow].dead_reason == "failed"
+    assert by_id[slow].attempts == 2 and by_id[slow].crash_count == 0
+    assert "JobTimedOut" in by_id[slow].last_error
+
+    for index, job_id in enumerate(bystanders):
+        job = by_id[job_id]
+        assert job.state == "succeeded", job
+        assert job.crash_count == 0 and job.attempts == 1
+        assert json.loads(job.result) == 2 * index
+    assert_no_process_left()
