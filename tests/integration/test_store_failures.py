@@ -3,9 +3,12 @@ schema. Each failure is one clear taskq error, and the store recovers when it ca
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import sqlite3
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import psycopg
@@ -13,16 +16,25 @@ import pytest
 
 from taskq.exceptions import ConfigError, InvalidDSN, SchemaNotMigrated, StoreUnavailable
 from taskq.ids import uuid7
-from taskq.store import create_store
+from taskq.store import Store, create_store
 from taskq.store.sqlite import SqliteStore
 
 from .storekit import another_store, spec
 
 
-def tagged(dsn: str) -> tuple[str, str]:
-    """The DSN with an application_name only this test's connections carry."""
+@asynccontextmanager
+async def tagged_store(target) -> AsyncIterator[tuple[Store, str]]:
+    """An opened, migrated store whose connections carry an application_name of their
+    own (so a test can kill exactly them), and that name."""
     name = f"taskq_test_{secrets.token_hex(4)}"
-    return f"{dsn}{'&' if '?' in dsn else '?'}application_name={name}", name
+    dsn = f"{target.dsn}{'&' if '?' in target.dsn else '?'}application_name={name}"
+    store = create_store(dsn, target.schema)
+    await store.open()
+    try:
+        await store.migrate()
+        yield store, name
+    finally:
+        await store.close()
 
 
 def terminate(dsn: str, application_name: str) -> int:
@@ -35,28 +47,19 @@ def terminate(dsn: str, application_name: str) -> int:
 
 
 async def test_killed_connection_is_store_unavailable_once_then_recovers(pg_target):
-    dsn, app = tagged(pg_target.dsn)
-    store = create_store(dsn, pg_target.schema)
-    await store.open()
-    try:
-        await store.migrate()
+    async with tagged_store(pg_target) as (store, app):
         await store.enqueue([spec()])
-        assert terminate(pg_target.dsn, app) >= 1
+        await asyncio.gather(*(store.stats() for _ in range(6)))  # grow the pool
+        assert terminate(pg_target.dsn, app) >= 2
         with pytest.raises(StoreUnavailable) as info:
             await store.stats()
         assert isinstance(info.value.__cause__, psycopg.OperationalError)
         assert "\n" not in str(info.value) and "127.0.0.1" in str(info.value)
         assert (await store.stats())["queued"] == 1  # the pool dropped the dead connection
-    finally:
-        await store.close()
 
 
 async def test_listener_reconnects_after_its_connection_is_killed(pg_target):
-    dsn, app = tagged(pg_target.dsn)
-    store = create_store(dsn, pg_target.schema)
-    await store.open()
-    try:
-        await store.migrate()
+    async with tagged_store(pg_target) as (store, app):
         assert await store.wait_for_jobs(["default"], timeout=0.0) is False  # now listening
         terminate(pg_target.dsn, app)
         assert await store.wait_for_jobs(["default"], timeout=0.2) is False  # falls back
@@ -64,8 +67,6 @@ async def test_listener_reconnects_after_its_connection_is_killed(pg_target):
         async with another_store(pg_target) as producer:
             await producer.enqueue([spec()])
         assert await store.wait_for_jobs(["default"], timeout=20.0) is True
-    finally:
-        await store.close()
 
 
 async def test_unreachable_postgres_fails_fast_with_one_redacted_line():
