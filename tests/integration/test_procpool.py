@@ -279,6 +279,21 @@ async def test_an_oom_kill_is_named_from_the_cgroup_counter(tmp_path: Path,
     assert all_breaks() == before + 1
 
 
+async def test_without_a_cgroup_counter_recent_oom_kills_come_from_dmesg_or_are_minus_one(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    capture_taskq_logs(caplog)
+    pool = make_pool(tmp_path, size=1, cgroup_root=tmp_path / "no-cgroup-here")
+    await pool.start()
+    try:
+        with pytest.raises(ProcessDied):
+            await pool.run("fail_in_job", '["segfault"]', "{}")
+    finally:
+        await pool.close()
+    [event] = events(caplog, "process_pool_broken")
+    dmesg_readable = causes.dmesg_oom_kills() >= 0
+    assert (event["recent_oom_kills"] >= 0) == dmesg_readable
+
+
 def test_this_machine_exposes_a_readable_oom_counter_or_none() -> None:
     counter = causes.OomCounter.for_pid(os.getpid())
     if counter is None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from uuid import UUID
 
 from .. import metrics
@@ -49,7 +49,7 @@ START_METHODS = ("forkserver", "spawn")
 _BREAKER_RECHECK = 0.25  # seconds between breaker checks of a slot waiting to restart
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Job:
     actor: str
     args_json: str
@@ -57,7 +57,10 @@ class _Job:
     job_id: str | None
     attempt: int | None
     timeout: float | None
-    pool_generation: list[int]  # processes started when it was dispatched (set at dispatch)
+    # set at dispatch: the slot's process may be replaced before a death is reported
+    pool_generation: int = 0  # processes the pool had started
+    slot_generation: int = 0
+    pid: int | None = None
 
     def payload_bytes(self) -> int:
         return len(self.args_json.encode()) + len(self.kwargs_json.encode())
@@ -236,7 +239,7 @@ class ProcessPool:
         if not self._started or self._closing:
             raise PoolClosed("the process pool is not running")
         job = _Job(actor_name, args_json, kwargs_json, None if job_id is None else str(job_id),
-                   attempt, timeout, [])
+                   attempt, timeout)
         self._check_payload(job)
         admission = self._breaker.admit()
         if admission is Admission.REFUSED:
@@ -289,7 +292,8 @@ class ProcessPool:
     async def _exchange(self, slot: Slot, job: _Job) -> tuple[tuple[Any, ...], list[int]]:
         assert slot.conn is not None and slot.process is not None and self._executor is not None
         self._seq += 1
-        job.pool_generation[:] = [self.generation]
+        job.pool_generation, job.slot_generation, job.pid = (
+            self.generation, slot.generation, slot.pid)
         message = ("run", self._seq, job.actor, job.args_json, job.kwargs_json,
                    self.max_result_bytes)
         started: list[int] = []
@@ -323,11 +327,11 @@ class ProcessPool:
         if tag == "timeout":
             slot.retire("timeout", failure=False, hard=True)
             log.warning("process_pool_job_timed_out", job=job.actor, job_id=job.job_id,
-                        timeout=job.timeout, pid=slot.pid)
+                        timeout=job.timeout, pid=job.pid)
             await slot.reaped.wait()  # gone before anyone may run the job again
             self._probe_verdict(probe, broke=False)
             raise JobTimedOut(f"{job.actor} ran past its timeout of {job.timeout}s; its process "
-                              f"{slot.pid} was killed and replaced")
+                              f"{job.pid} was killed and replaced")
         # the process survived the job: the slot did real work
         slot.tasks_done += 1
         slot.policy.on_success()
@@ -383,36 +387,41 @@ class ProcessPool:
                     detail="the process died before it took the job; trying another one")
         slot.retire("died", failure=True, hard=False)
 
-    async def _report_break(self, slot: Slot, job: _Job) -> None:
+    async def _report_break(self, slot: Slot, job: _Job) -> NoReturn:
         """The process running ``job`` died: name the cause, log, count, raise ProcessDied."""
         await slot.reaped.wait()
         if self._closing:
             raise PoolClosed("the process pool was closed while the job ran")
-        exit_code, exit_signal = causes.exit_status(slot.exitcode)
-        oom_delta, oom_source = await self._oom_kills(slot)
-        cause = causes.describe_death(pid=slot.pid, exitcode=slot.exitcode, actor=job.actor,
-                                      oom_kills=oom_delta if oom_source != "dmesg" else None,
+        # read the dead process's facts before any await: the slot moves on to a new one
+        exitcode, memory_limit_mib = slot.exitcode, slot.memory_limit_mib
+        counter, counter_before = slot.oom_counter, slot.oom_before
+        exit_code, exit_signal = causes.exit_status(exitcode)
+        oom_delta, oom_source = await self._oom_kills(counter, counter_before)
+        from_cgroup = oom_source != "dmesg"
+        cause = causes.describe_death(pid=job.pid, exitcode=exitcode, actor=job.actor,
+                                      oom_kills=oom_delta if from_cgroup else None,
                                       oom_source=oom_source)
-        if oom_source == "dmesg" and oom_delta and oom_delta > 0 and exit_signal == "SIGKILL":
+        if not from_cgroup and oom_delta and exit_signal == "SIGKILL":
             cause += f" (possibly an OOM kill: dmesg shows {oom_delta} recent OOM kills)"
-        label = causes.cause_label(slot.exitcode, oom_delta if oom_source != "dmesg" else None)
+        label = causes.cause_label(exitcode, oom_delta if from_cgroup else None)
         metrics.process_pool_breaks.labels(cause=label).inc()
         log.error("process_pool_broken", job=job.actor, job_id=job.job_id, attempt=job.attempt,
-                  payload_bytes=job.payload_bytes(), pool_generation=job.pool_generation[0],
-                  slot=slot.index, slot_generation=slot.generation,
-                  worker_memory_limit_mib=slot.memory_limit_mib,
+                  payload_bytes=job.payload_bytes(), pool_generation=job.pool_generation,
+                  slot=slot.index, slot_generation=job.slot_generation,
+                  worker_memory_limit_mib=memory_limit_mib,
                   recent_oom_kills=-1 if oom_delta is None else oom_delta,
-                  exit_signal=exit_signal, exit_code=exit_code, pid=slot.pid, cause=cause)
+                  exit_signal=exit_signal, exit_code=exit_code, pid=job.pid, cause=cause)
         self._record_break(cause)
         raise ProcessDied(cause, cause=cause, exit_code=exit_code, exit_signal=exit_signal,
-                          pid=slot.pid)
+                          pid=job.pid)
 
-    async def _oom_kills(self, slot: Slot) -> tuple[int | None, str]:
-        before = slot.oom_before
-        if slot.oom_counter is not None and before is not None:
-            after = slot.oom_counter.read()
+    async def _oom_kills(self, counter: causes.OomCounter | None,
+                         before: int | None) -> tuple[int | None, str]:
+        """OOM kills since the job started (cgroup counter), else recent ones (dmesg)."""
+        if counter is not None and before is not None:
+            after = counter.read()
             if after is not None:
-                return after - before, slot.oom_counter.path.name
+                return after - before, counter.path.name
         loop = asyncio.get_running_loop()
         found = await loop.run_in_executor(self._executor, causes.dmesg_oom_kills)
         return (None, "none") if found < 0 else (found, "dmesg")
