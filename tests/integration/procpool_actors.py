@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import signal
 import sys
 import time
 from pathlib import Path
@@ -161,6 +162,15 @@ def crash_idempotent(failure: str) -> str:
 @registry.actor(cpu_bound=True, timeout=0.5, max_attempts=2,
                 retry_backoff=taskq.RetryBackoff(initial=0.01, maximum=0.05))
 def spin_past_timeout() -> str:
+    time.sleep(3600)
+    return "never"
+
+
+@registry.actor(cpu_bound=True)
+def stubborn(pid_file: str) -> str:
+    """Ignore SIGTERM and sleep: only SIGKILL ends this one."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    Path(pid_file).write_text(str(os.getpid()))
     time.sleep(3600)
     return "never"
 

@@ -22,6 +22,7 @@ import pytest
 from taskq.exceptions import (
     ActorNotFound,
     ConfigError,
+    JobTimedOut,
     PayloadTooLarge,
     PoolClosed,
     ProcessDied,
@@ -422,6 +423,37 @@ async def test_close_is_idempotent_stops_running_jobs_and_leaves_no_process(
     assert all_breaks() == breaks_before
     assert gauge("taskq_process_pool_processes_alive") == alive_before - 2
     assert_no_process_left(pids)
+
+
+async def test_a_timed_out_job_that_ignores_sigterm_is_killed_after_the_grace(
+        tmp_path: Path) -> None:
+    pool = make_pool(tmp_path, size=1, kill_grace=0.3)
+    await pool.start()
+    try:
+        pid_file = tmp_path / "stubborn.pid"
+        job = asyncio.create_task(pool.run("stubborn", json.dumps([str(pid_file)]), "{}",
+                                           timeout=2.0))
+        await until(pid_file.exists, what="the job to ignore SIGTERM")
+        with pytest.raises(JobTimedOut):
+            await job
+        assert gone(int(pid_file.read_text()))  # reaped before JobTimedOut was raised
+        assert await pool.run("add", "[1, 2]", "{}") == "3"
+    finally:
+        await pool.close()
+    assert_no_process_left()
+
+
+async def test_close_kills_a_job_that_ignores_sigterm_after_the_grace(tmp_path: Path) -> None:
+    pool = make_pool(tmp_path, size=1)
+    await pool.start()
+    pid_file = tmp_path / "stubborn.pid"
+    job = asyncio.create_task(pool.run("stubborn", json.dumps([str(pid_file)]), "{}"))
+    await until(pid_file.exists, what="the stubborn job to start")
+    await pool.close(grace=0.3)
+    with pytest.raises(PoolClosed):
+        await job
+    assert gone(int(pid_file.read_text()))
+    assert_no_process_left()
 
 
 async def test_processes_alive_gauge_tracks_live_processes(tmp_path: Path) -> None:
