@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NoReturn, TypeVar
@@ -379,6 +380,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     logs.configure()
+    if ns.command in ("worker", "workgroup") and "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # `--actors myapp.tasks:registry` from the app's directory
     try:
         return COMMANDS[ns.command](ns)
     except TaskqError as exc:
