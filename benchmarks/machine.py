@@ -29,11 +29,12 @@ def describe(pg_version: str | None) -> dict[str, object]:
     redis = None
     if shutil.which("redis-server"):
         out = subprocess.run(["redis-server", "--version"], capture_output=True, text=True)
-        redis = out.stdout.strip()
+        version = [w for w in out.stdout.split() if w.startswith("v=")]
+        redis = "Redis " + version[0][2:] if version else out.stdout.strip()
     pgbench = None
     if shutil.which("pgbench"):
         pgbench = subprocess.run(["pgbench", "--version"], capture_output=True,
-                                 text=True).stdout.strip()
+                                 text=True).stdout.strip().split(" (Debian")[0]
     return {
         "nproc": os.cpu_count(), "memory_gib": mem_gib, "cpu": cpu,
         "kernel": platform.release(), "python": sys.version.split()[0],

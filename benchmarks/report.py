@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 
+from .adapters import ALL
 from .scenarios import CASES, Case, lookup
 
 _BY_ID = {c.id: c for c in CASES}
@@ -90,9 +91,14 @@ def one_line(case: Case, result: dict, quick: bool) -> str:
     return "; ".join(parts) + f"  ({result.get('wall_s', 0):.1f} s)"
 
 
+def ordered_systems(out: dict) -> list[str]:
+    """The systems of a run in the harness's order (JSON keys come back sorted)."""
+    return [a.name for a in ALL if a.name in out["systems"]]
+
+
 def table(out: dict, quick: bool) -> str:
     """Medians per system and the taskq/peer ratios; notes (n/a, failures) as footnotes."""
-    systems = list(out["systems"])
+    systems = ordered_systems(out)
     header = ["metric", *[out["systems"][s]["label"] for s in systems], "taskq/peer"]
     rows = [header]
     footnotes: list[str] = []
@@ -142,4 +148,73 @@ def targets_table(items: list[dict]) -> str:
     for t in items:
         mark = {True: "met", False: "NOT met", None: "not measured"}[t["met"]]
         lines.append(f"  [{mark:^12}] {t['target']}: {t['value']}")
+    return "\n".join(lines)
+
+
+def markdown(out: dict, quick: bool) -> str:
+    """The generated part of docs/benchmarks.md: machine, versions, table, targets."""
+    m = out["machine"]
+    lines = [
+        f"Measured {out['started_at']} to {out['finished_at']} (UTC), mode `{out['mode']}`, "
+        f"{out['runs']} run(s) per case unless the case says otherwise; command "
+        f"`{out['command'].strip()}`.",
+        "",
+        f"- machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory_gib']} GiB, Linux "
+        f"{m['kernel']}, Python {m['python']}",
+        f"- Postgres {m['postgres']} (local, default settings: fsync and synchronous_commit "
+        f"on), {m['pgbench'] or 'no pgbench'}, {m['redis'] or 'no Redis'}, "
+        f"SQLite {m['sqlite']}",
+    ]
+    for info in (out["systems"][s] for s in ordered_systems(out)):
+        state = info["version"] if info["available"] else f"unavailable: {info['error']}"
+        lines.append(f"- {info['label']}: {state} — {info['defaults']}")
+    systems = ordered_systems(out)
+    lines += ["", "| metric | " + " | ".join(out["systems"][s]["label"] for s in systems)
+              + " | taskq / peer (median of per-run ratios) |",
+              "|---|" + "---:|" * len(systems) + "---|"]
+    footnotes: list[str] = []
+
+    def footnote(text: str) -> str:
+        if text not in footnotes:
+            footnotes.append(text)
+        return f"n/a [{footnotes.index(text) + 1}]"
+
+    for cid, case in out["cases"].items():
+        c = _BY_ID[cid]
+        for metric in c.metrics_for(quick):
+            better = "" if metric.higher_is_better else ", lower is better"
+            cells = []
+            for s in systems:
+                summary = case["summary"].get(s, {})
+                if s not in case["summary"] and s not in case["notes"]:
+                    cells.append("")
+                elif metric.key in summary:
+                    cells.append(_fmt(summary[metric.key], metric.digits))
+                elif s in case["notes"]:
+                    cells.append(footnote(case["notes"][s]))
+                elif "note" in summary:
+                    cells.append(footnote(summary["note"]))
+                elif summary.get("errors"):
+                    cells.append(footnote("failed: " + summary["errors"][0][:300]))
+                else:
+                    cells.append("-")
+            ratio = ", ".join(f"{out['systems'][p]['label']} {r[metric.key]:.2f}x"
+                              for p, r in case["ratios"].items() if metric.key in r)
+            runs = case["runs"]
+            label = f"{metric.label} ({metric.unit}{better})" + ("" if runs == out["runs"]
+                                                                  else f", {runs} run")
+            lines.append(f"| {label} | " + " | ".join(cells) + f" | {ratio} |")
+    for text_i, text in enumerate(footnotes, start=1):
+        lines.append("")
+        lines.append(f"[{text_i}] {text}")
+    if out.get("derived"):
+        lines.append("")
+        for key, d in out["derived"].items():
+            lines.append(f"- ceiling: {key.replace('_of_', ' vs ')}: taskq drains "
+                         f"{d['drain_jobs_per_s']:,.0f} jobs/s = **{d['fraction']:.0%}** of "
+                         f"pgbench's {d['ceiling_jobs_per_s']:,.0f} jobs/s")
+    lines += ["", "| target (issue 6 item 3) | this run | met? |", "|---|---|---|"]
+    for t in out["targets"]:
+        mark = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]
+        lines.append(f"| {t['target']} | {t['value']} | {mark} |")
     return "\n".join(lines)

@@ -28,7 +28,9 @@ from .scenarios import CASES, FAMILIES, Case
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 RAW = RESULTS / "raw"
-DOCS_IMG = HERE.parent / "docs" / "img"
+DOCS = HERE.parent / "docs"
+DOCS_IMG = DOCS / "img"
+DOC_START, DOC_END = "<!-- bench:results:start -->", "<!-- bench:results:end -->"
 REDIS_URL = "redis://127.0.0.1:6379/9"
 PLOT_REQUIREMENTS = ("matplotlib>=3.8,<4",)
 
@@ -154,6 +156,18 @@ def make_plots(out_json: Path, img_dir: Path, offline: bool) -> str:
     return proc.stdout.strip()
 
 
+def update_docs(generated: str) -> str:
+    """Replace the generated section of docs/benchmarks.md (between the markers)."""
+    doc = DOCS / "benchmarks.md"
+    if not doc.exists() or DOC_START not in doc.read_text():
+        return f"{doc}: no '{DOC_START}' marker; results not pasted"
+    text = doc.read_text()
+    head, rest = text.split(DOC_START, 1)
+    _, tail = rest.split(DOC_END, 1) if DOC_END in rest else ("", "")
+    doc.write_text(f"{head}{DOC_START}\n{generated}\n{DOC_END}{tail}")
+    return f"{doc}: results section regenerated"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     systems = select_systems(args.only)
@@ -214,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     out_json.parent.mkdir(parents=True, exist_ok=True)
     out_json.write_text(json.dumps(out, indent=1, sort_keys=True, default=str) + "\n")
     print(f"\nresults: {out_json}")
+    if not args.quick and args.out is None:
+        print(update_docs(report.markdown(out, args.quick)))
     if not args.no_plots:
         img_dir = DOCS_IMG if not args.quick else args.workdir / "img"
         print(make_plots(out_json, img_dir, offline=args.offline or args.quick))
