@@ -159,8 +159,12 @@ def crash_idempotent(failure: str) -> str:
     return "survived"
 
 
-@registry.actor(cpu_bound=True, timeout=0.5, max_attempts=2,
-                retry_backoff=taskq.RetryBackoff(initial=0.01, maximum=0.05))
+@registry.actor(
+    cpu_bound=True,
+    timeout=0.5,
+    max_attempts=2,
+    retry_backoff=taskq.RetryBackoff(initial=0.01, maximum=0.05),
+)
 def spin_past_timeout() -> str:
     time.sleep(3600)
     return "never"

@@ -39,8 +39,9 @@ def make_pool(control: Path, **options: Any) -> ProcessPool:
 
 
 def break_count(cause: str) -> float:
-    return metrics.WORKER.get_sample_value("taskq_process_pool_breaks_total",
-                                           {"cause": cause}) or 0.0
+    return (
+        metrics.WORKER.get_sample_value("taskq_process_pool_breaks_total", {"cause": cause}) or 0.0
+    )
 
 
 def all_breaks() -> float:
@@ -52,8 +53,10 @@ def all_breaks() -> float:
 
 
 def recycle_count(reason: str) -> float:
-    return metrics.WORKER.get_sample_value("taskq_process_pool_recycles_total",
-                                           {"reason": reason}) or 0.0
+    return (
+        metrics.WORKER.get_sample_value("taskq_process_pool_recycles_total", {"reason": reason})
+        or 0.0
+    )
 
 
 def gauge(name: str) -> float:
@@ -116,8 +119,9 @@ def _is_forkserver(pid: int) -> bool:
 def leftover_processes() -> dict[int, str]:
     """Descendants of this test process other than multiprocessing's own helpers
     (the forkserver and the resource tracker, shared by every pool in the process)."""
-    return {pid: state for pid, state in descendants(os.getpid()).items()
-            if not _is_forkserver(pid)}
+    return {
+        pid: state for pid, state in descendants(os.getpid()).items() if not _is_forkserver(pid)
+    }
 
 
 def assert_no_process_left(pids: list[int] | None = None) -> None:
@@ -126,7 +130,8 @@ def assert_no_process_left(pids: list[int] | None = None) -> None:
     for pid in pids or []:
         stat = _stat(pid)
         assert stat is None or (stat[0] in ("Z", "X") and stat[1] != os.getpid()), (
-            f"pool process {pid} is still there: {stat}")
+            f"pool process {pid} is still there: {stat}"
+        )
 
 
 def gone(pid: int) -> bool:
@@ -134,8 +139,9 @@ def gone(pid: int) -> bool:
     return stat is None or stat[0] in ("Z", "X")
 
 
-async def until(condition: Callable[[], Any], *, timeout: float = 20.0,
-                what: str = "condition") -> Any:
+async def until(
+    condition: Callable[[], Any], *, timeout: float = 20.0, what: str = "condition"
+) -> Any:
     """``async_wait_until`` for a plain (not awaitable) condition, polled every 10 ms."""
 
     async def check() -> Any:

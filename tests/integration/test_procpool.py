@@ -55,8 +55,9 @@ async def pid_of_next_job(pool: ProcessPool) -> int:
 
 def test_verify_stdlib_submissions_after_a_crash_raise_broken_process_pool() -> None:
     """What we replace: after one crash every later submission fails, for good."""
-    executor = ProcessPoolExecutor(max_workers=2,
-                                   mp_context=multiprocessing.get_context("forkserver"))
+    executor = ProcessPoolExecutor(
+        max_workers=2, mp_context=multiprocessing.get_context("forkserver")
+    )
     try:
         assert executor.submit(pow, 2, 5).result(timeout=30) == 32
         with pytest.raises(BrokenProcessPool):
@@ -69,7 +70,8 @@ def test_verify_stdlib_submissions_after_a_crash_raise_broken_process_pool() -> 
 
 
 async def test_verify_a_crash_does_not_end_the_service_the_next_request_succeeds(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     pool = make_pool(tmp_path, size=1)
     await pool.start()
     try:
@@ -86,7 +88,8 @@ async def test_verify_a_crash_does_not_end_the_service_the_next_request_succeeds
 
 
 async def test_verify_first_call_raises_next_call_succeeds_and_generation_is_two(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     pool = make_pool(tmp_path, size=1)
     await pool.start()
     try:
@@ -100,7 +103,8 @@ async def test_verify_first_call_raises_next_call_succeeds_and_generation_is_two
 
 
 async def test_verify_rebuilds_are_single_n_concurrent_failures_n_replacements(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     capture_taskq_logs(caplog)
     pool = make_pool(tmp_path, size=3)
     await pool.start()
@@ -109,7 +113,8 @@ async def test_verify_rebuilds_are_single_n_concurrent_failures_n_replacements(
         first_pids = set(pool.pids)
         outcomes = await asyncio.gather(
             *(pool.run("fail_in_job", '["segfault"]', "{}", job_id=f"c{i}") for i in range(3)),
-            return_exceptions=True)
+            return_exceptions=True,
+        )
         assert all(isinstance(o, ProcessDied) for o in outcomes), outcomes
         assert {o.pid for o in outcomes} == first_pids  # one death per process, each named
         await until(lambda: pool.processes_ready == 3, what="three replacements")
@@ -129,8 +134,7 @@ async def test_verify_rebuilds_are_single_n_concurrent_failures_n_replacements(
 # -- seed 002, section 3: retries are deliberate ---------------------------------------
 
 
-async def test_verify_a_job_that_always_crashes_propagates_after_one_retry(
-        tmp_path: Path) -> None:
+async def test_verify_a_job_that_always_crashes_propagates_after_one_retry(tmp_path: Path) -> None:
     """The worker retries an idempotent crash once on a fresh process; the pool gives
     each attempt its own process and names each death; ordinary jobs still succeed."""
     pool = make_pool(tmp_path, size=1)
@@ -139,8 +143,9 @@ async def test_verify_a_job_that_always_crashes_propagates_after_one_retry(
         deaths = []
         for attempt in (1, 2):
             with pytest.raises(ProcessDied) as died:
-                await pool.run("fail_in_job", '["segfault"]', "{}", job_id="poison",
-                               attempt=attempt)
+                await pool.run(
+                    "fail_in_job", '["segfault"]', "{}", job_id="poison", attempt=attempt
+                )
             deaths.append(died.value)
         assert deaths[0].pid != deaths[1].pid  # the retry ran on a fresh process
         assert all(d.exit_signal == "SIGSEGV" for d in deaths)
@@ -169,14 +174,17 @@ async def test_verify_six_jobs_run_in_three_distinct_worker_processes(tmp_path: 
 
 
 async def test_verify_the_oversized_payload_raises_payload_too_large_without_breaking_the_pool(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     # max_tasks_per_child=1: had the payload been sent, the next job would meet a new pid
     pool = make_pool(tmp_path, size=1, max_tasks_per_child=1, max_payload_bytes=1000)
     await pool.start()
     try:
         await pid_of_next_job(pool)
-        await until(lambda: pool.generation == 2 and pool.processes_ready == 1,
-                    what="the recycled process's replacement")
+        await until(
+            lambda: pool.generation == 2 and pool.processes_ready == 1,
+            what="the recycled process's replacement",
+        )
         ready_pid = pool.pids[0]
         breaks_before = all_breaks()
         with pytest.raises(PayloadTooLarge, match="1000 bytes"):
@@ -209,7 +217,8 @@ async def test_recycles_by_memory_between_jobs(tmp_path: Path) -> None:
 
 
 async def test_verify_the_event_includes_job_name_payload_size_and_pool_generation(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     capture_taskq_logs(caplog)
     (tmp_path / "init-rlimit-8192").touch()  # every process: RLIMIT_AS soft 8 GiB
     pool = make_pool(tmp_path, size=1)
@@ -236,8 +245,9 @@ async def test_verify_the_event_includes_job_name_payload_size_and_pool_generati
 
 def test_verify_running_it_here_shows_whether_dmesg_is_readable() -> None:
     try:
-        done = subprocess.run(["dmesg", "--since", "-5min"], capture_output=True, timeout=5,
-                              check=False)
+        done = subprocess.run(
+            ["dmesg", "--since", "-5min"], capture_output=True, timeout=5, check=False
+        )
         readable = done.returncode == 0
     except OSError:
         readable = False
@@ -245,9 +255,9 @@ def test_verify_running_it_here_shows_whether_dmesg_is_readable() -> None:
     assert (found >= 0) == readable
 
 
-async def test_an_oom_kill_is_named_from_the_cgroup_counter(tmp_path: Path,
-                                                            caplog: pytest.LogCaptureFixture
-                                                            ) -> None:
+async def test_an_oom_kill_is_named_from_the_cgroup_counter(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The kernel is not asked to OOM-kill here: a copy of this process's memory cgroup
     files stands in for /sys/fs/cgroup, its oom_kill counter goes up, and the job's process
     is SIGKILLed from outside, as the OOM killer would."""
@@ -264,8 +274,9 @@ async def test_an_oom_kill_is_named_from_the_cgroup_counter(tmp_path: Path,
     await pool.start()
     try:
         release = tmp_path / "never"
-        job = asyncio.create_task(pool.run("hold", json.dumps([str(release)]), "{}",
-                                           job_id="victim"))
+        job = asyncio.create_task(
+            pool.run("hold", json.dumps([str(release)]), "{}", job_id="victim")
+        )
         pid = await running_pid(pool, "victim")
         counter.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 8\n")
         os.kill(pid, signal.SIGKILL)
@@ -281,7 +292,8 @@ async def test_an_oom_kill_is_named_from_the_cgroup_counter(tmp_path: Path,
 
 
 async def test_without_a_cgroup_counter_recent_oom_kills_come_from_dmesg_or_are_minus_one(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     capture_taskq_logs(caplog)
     pool = make_pool(tmp_path, size=1, cgroup_root=tmp_path / "no-cgroup-here")
     await pool.start()
@@ -366,7 +378,8 @@ async def test_job_failed_carries_the_remote_type_message_and_traceback(tmp_path
 
 
 async def test_an_idle_process_killed_from_outside_is_replaced_and_nobody_is_charged(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     capture_taskq_logs(caplog)
     pool = make_pool(tmp_path, size=2)
     await pool.start()
@@ -374,8 +387,10 @@ async def test_an_idle_process_killed_from_outside_is_replaced_and_nobody_is_cha
     try:
         victim = pool.pids[0]
         os.kill(victim, signal.SIGKILL)
-        await until(lambda: victim not in pool.pids and pool.processes_ready == 2,
-                    what="the idle process to be replaced")
+        await until(
+            lambda: victim not in pool.pids and pool.processes_ready == 2,
+            what="the idle process to be replaced",
+        )
         results = await asyncio.gather(*(pool.run("add", "[1, 1]", "{}") for _ in range(4)))
         assert results == ["2"] * 4
         assert all_breaks() == breaks_before
@@ -386,13 +401,15 @@ async def test_an_idle_process_killed_from_outside_is_replaced_and_nobody_is_cha
 
 
 async def test_a_cancelled_job_takes_its_process_down_and_the_pool_replaces_it(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     pool = make_pool(tmp_path, size=1)
     await pool.start()
     breaks_before = all_breaks()
     try:
-        job = asyncio.create_task(pool.run("hold", json.dumps([str(tmp_path / "never")]), "{}",
-                                           job_id="slow"))
+        job = asyncio.create_task(
+            pool.run("hold", json.dumps([str(tmp_path / "never")]), "{}", job_id="slow")
+        )
         pid = await running_pid(pool, "slow")
         job.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -404,15 +421,15 @@ async def test_a_cancelled_job_takes_its_process_down_and_the_pool_replaces_it(
         await pool.close()
 
 
-async def test_close_is_idempotent_stops_running_jobs_and_leaves_no_process(
-        tmp_path: Path) -> None:
+async def test_close_is_idempotent_stops_running_jobs_and_leaves_no_process(tmp_path: Path) -> None:
     pool = make_pool(tmp_path, size=2)
     await pool.start()
     breaks_before = all_breaks()
     alive_before = gauge("taskq_process_pool_processes_alive")
     pids = list(pool.pids)
-    job = asyncio.create_task(pool.run("hold", json.dumps([str(tmp_path / "never")]), "{}",
-                                       job_id="busy"))
+    job = asyncio.create_task(
+        pool.run("hold", json.dumps([str(tmp_path / "never")]), "{}", job_id="busy")
+    )
     await running_pid(pool, "busy")
     await pool.close(grace=1.0)
     await pool.close()
@@ -426,13 +443,15 @@ async def test_close_is_idempotent_stops_running_jobs_and_leaves_no_process(
 
 
 async def test_a_timed_out_job_that_ignores_sigterm_is_killed_after_the_grace(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     pool = make_pool(tmp_path, size=1, kill_grace=0.3)
     await pool.start()
     try:
         pid_file = tmp_path / "stubborn.pid"
-        job = asyncio.create_task(pool.run("stubborn", json.dumps([str(pid_file)]), "{}",
-                                           timeout=2.0))
+        job = asyncio.create_task(
+            pool.run("stubborn", json.dumps([str(pid_file)]), "{}", timeout=2.0)
+        )
         await until(pid_file.exists, what="the job to ignore SIGTERM")
         with pytest.raises(JobTimedOut):
             await job
@@ -474,7 +493,8 @@ async def test_processes_alive_gauge_tracks_live_processes(tmp_path: Path) -> No
 def test_pool_processes_exit_when_their_worker_is_killed(tmp_path: Path) -> None:
     """SIGKILL the parent (nothing runs its cleanup): its pool processes go too."""
     script = tmp_path / "owner.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import asyncio, json, sys
         from taskq.procpool import ProcessPool
 
@@ -491,18 +511,23 @@ def test_pool_processes_exit_when_their_worker_is_killed(tmp_path: Path) -> None
 
         if __name__ == "__main__":
             asyncio.run(main())
-    """))
+    """)
+    )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, env=env,
-                             text=True)
+    owner = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, env=env, text=True
+    )
     try:
         assert owner.stdout is not None
         pids = json.loads(owner.stdout.readline())
         assert len(pids) == 2 and not any(gone(p) for p in pids)
         owner.kill()
         owner.wait(timeout=30)
-        wait_until(lambda: all(gone(p) for p in pids), timeout=30,
-                   what="the orphaned pool processes to exit")
+        wait_until(
+            lambda: all(gone(p) for p in pids),
+            timeout=30,
+            what="the orphaned pool processes to exit",
+        )
     finally:
         if owner.poll() is None:
             owner.kill()

@@ -42,8 +42,15 @@ class FakeClock:
 
 
 def breaker_pool(tmp_path: Path, clock: FakeClock, **options: object) -> ProcessPool:
-    return make_pool(tmp_path, size=1, breaker_threshold=THRESHOLD, breaker_window=WINDOW,
-                     breaker_cooldown=COOLDOWN, clock=clock, **options)
+    return make_pool(
+        tmp_path,
+        size=1,
+        breaker_threshold=THRESHOLD,
+        breaker_window=WINDOW,
+        breaker_cooldown=COOLDOWN,
+        clock=clock,
+        **options,
+    )
 
 
 async def crash(pool: ProcessPool) -> ProcessDied:
@@ -107,7 +114,8 @@ def test_a_break_during_the_probe_reopens_for_a_fresh_cooldown() -> None:
 
 
 async def test_breaker_opens_then_half_opens_then_closes_on_a_good_probe(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     capture_taskq_logs(caplog)
     clock = FakeClock()
     gauge_before = gauge("taskq_process_pool_breaker_open")
@@ -131,8 +139,9 @@ async def test_breaker_opens_then_half_opens_then_closes_on_a_good_probe(
         clock.advance(COOLDOWN)
         assert pool.breaker_state is BreakerState.HALF_OPEN and not pool.breaker_open
         release = tmp_path / "release"
-        probe = asyncio.create_task(pool.run("hold", json.dumps([str(release)]), "{}",
-                                             job_id="probe"))
+        probe = asyncio.create_task(
+            pool.run("hold", json.dumps([str(release)]), "{}", job_id="probe")
+        )
         await running_pid(pool, "probe")
         assert pool.breaker_open  # the probe is out: everything else still waits
         with pytest.raises(BreakerOpen):
@@ -148,8 +157,9 @@ async def test_breaker_opens_then_half_opens_then_closes_on_a_good_probe(
     assert_no_process_left()
 
 
-async def test_a_failed_probe_reopens_the_breaker(tmp_path: Path,
-                                                  caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_failed_probe_reopens_the_breaker(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     capture_taskq_logs(caplog)
     clock = FakeClock()
     pool = breaker_pool(tmp_path, clock)
@@ -173,7 +183,8 @@ async def test_a_failed_probe_reopens_the_breaker(tmp_path: Path,
 
 
 async def test_a_failing_initializer_trips_the_breaker_instead_of_spinning(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     capture_taskq_logs(caplog)
     (tmp_path / "init-always-raise").touch()
     clock = FakeClock()
@@ -194,8 +205,10 @@ async def test_a_failing_initializer_trips_the_breaker_instead_of_spinning(
 
         # half-open: exactly one new process tries; it fails; open again
         clock.advance(COOLDOWN)
-        await until(lambda: pool.breaker_state is BreakerState.OPEN and pool.generation == 4,
-                    what="the half-open attempt to fail")
+        await until(
+            lambda: pool.breaker_state is BreakerState.OPEN and pool.generation == 4,
+            what="the half-open attempt to fail",
+        )
         assert len(events(caplog, "process_pool_breaker_open")) == 2
         # while open nothing else starts: observe the slot across several breaker re-checks
         for _ in range(12):

@@ -55,8 +55,9 @@ INITIALIZER_CAUSES = {
 
 @pytest.mark.parametrize("stage", ["job", "return"])
 @pytest.mark.parametrize("failure", FAILURES)
-async def test_matrix_failure_in_job_or_result(failure: str, stage: str, tmp_path: Path,
-                                               caplog: pytest.LogCaptureFixture) -> None:
+async def test_matrix_failure_in_job_or_result(
+    failure: str, stage: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     capture_taskq_logs(caplog)
     actor = "fail_in_job" if stage == "job" else "fail_in_return"
     pool = make_pool(tmp_path)
@@ -67,11 +68,19 @@ async def test_matrix_failure_in_job_or_result(failure: str, stage: str, tmp_pat
     try:
         release = tmp_path / "release"
         bystander = asyncio.create_task(
-            pool.run("hold", json.dumps([str(release)]), "{}", job_id="bystander", attempt=1))
+            pool.run("hold", json.dumps([str(release)]), "{}", job_id="bystander", attempt=1)
+        )
         bystander_pid = await running_pid(pool, "bystander")
         culprit = asyncio.create_task(
-            pool.run(actor, json.dumps([failure]), "{}", job_id="culprit", attempt=1,
-                     timeout=JOB_TIMEOUT if failure == "timeout" else 30.0))
+            pool.run(
+                actor,
+                json.dumps([failure]),
+                "{}",
+                job_id="culprit",
+                attempt=1,
+                timeout=JOB_TIMEOUT if failure == "timeout" else 30.0,
+            )
+        )
         if failure == "sigkill":
             pid_file = tmp_path / f"{stage}.pid"
             await until(pid_file.exists, what="the culprit to write its pid")
@@ -126,8 +135,9 @@ async def test_matrix_failure_in_job_or_result(failure: str, stage: str, tmp_pat
 
 
 @pytest.mark.parametrize("failure", FAILURES)
-async def test_matrix_failure_in_the_initializer(failure: str, tmp_path: Path,
-                                                 caplog: pytest.LogCaptureFixture) -> None:
+async def test_matrix_failure_in_the_initializer(
+    failure: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """One process's initializer fails: no job fails, the slot is replaced, jobs run."""
     capture_taskq_logs(caplog)
     (tmp_path / f"init-{failure}").touch()  # exactly one process claims it
@@ -145,14 +155,17 @@ async def test_matrix_failure_in_the_initializer(failure: str, tmp_path: Path,
         await starting
 
         # jobs submitted while the slot is being replaced all succeed
-        results = await asyncio.gather(*(pool.run("whoami", "[]", "{}", job_id=f"j{i}")
-                                         for i in range(4)))
+        results = await asyncio.gather(
+            *(pool.run("whoami", "[]", "{}", job_id=f"j{i}") for i in range(4))
+        )
         served_by = {json.loads(r)["pid"] for r in results}
         for result in results:  # and every process that served ran the actor initializer
             assert json.loads(result)["warm_pid"] == json.loads(result)["pid"]
 
-        await until(lambda: pool.processes_ready == 2 and sum(pool.slot_generations()) == 3,
-                    what="the failed slot to be replaced")
+        await until(
+            lambda: pool.processes_ready == 2 and sum(pool.slot_generations()) == 3,
+            what="the failed slot to be replaced",
+        )
         assert break_count(cause) == before + 1
         [failed] = events(caplog, "process_pool_initializer_failed")
         assert failed["level"] == "ERROR"

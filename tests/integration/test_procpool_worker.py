@@ -24,8 +24,9 @@ async def test_worker_applies_the_crash_rules_and_bystanders_are_never_charged(t
         slow = await client.enqueue(actors.spin_past_timeout)
         bystanders = await client.enqueue_many(actors.add, [((i, i), {}) for i in range(12)])
         async with running_worker(target, actors=ACTORS, cpu_workers=2, max_concurrency=4):
-            done = await wait_for_states(store, [poison, crashed, slow, *bystanders],
-                                         {"succeeded", "dead"}, timeout=60)
+            done = await wait_for_states(
+                store, [poison, crashed, slow, *bystanders], {"succeeded", "dead"}, timeout=60
+            )
     by_id = {job.id: job for job in done}
 
     # idempotent: retried once on a fresh process, then poison, with the cause recorded

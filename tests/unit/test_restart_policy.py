@@ -130,10 +130,16 @@ def test_a_zero_initial_delay_stays_zero_even_past_float_overflow() -> None:
     assert policy.ceiling(10_000) == 0.0
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"initial": -1.0}, {"maximum": -0.1}, {"factor": 0.5}, {"burst_limit": -1},
-    {"burst_window": 0.0},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"initial": -1.0},
+        {"maximum": -0.1},
+        {"factor": 0.5},
+        {"burst_limit": -1},
+        {"burst_window": 0.0},
+    ],
+)
 def test_invalid_settings_are_refused(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         RestartPolicy(**kwargs)
@@ -142,8 +148,7 @@ def test_invalid_settings_are_refused(kwargs: dict[str, float]) -> None:
 # -- properties -------------------------------------------------------------------------
 
 settings_kwargs = {"max_examples": 150, "deadline": None}
-gaps = st.lists(st.floats(min_value=0.0, max_value=30.0, allow_nan=False), min_size=1,
-                max_size=40)
+gaps = st.lists(st.floats(min_value=0.0, max_value=30.0, allow_nan=False), min_size=1, max_size=40)
 draws = st.floats(min_value=0.0, max_value=0.999999, allow_nan=False)
 
 
@@ -162,7 +167,8 @@ def policies(draw: st.DrawFn) -> dict[str, float]:
 @settings(**settings_kwargs)
 @given(config=policies(), gaps=gaps, draw=draws)
 def test_no_delay_exceeds_the_maximum_or_leaves_zero_to_ceiling(
-        config: dict[str, float], gaps: list[float], draw: float) -> None:
+    config: dict[str, float], gaps: list[float], draw: float
+) -> None:
     clock = FakeClock()
     policy = RestartPolicy(**config, clock=clock, rng=always(draw))
     for gap in gaps:
@@ -176,7 +182,8 @@ def test_no_delay_exceeds_the_maximum_or_leaves_zero_to_ceiling(
 @settings(**settings_kwargs)
 @given(config=policies(), gaps=gaps)
 def test_latches_exactly_when_failures_in_the_window_exceed_the_limit(
-        config: dict[str, float], gaps: list[float]) -> None:
+    config: dict[str, float], gaps: list[float]
+) -> None:
     clock = FakeClock()
     policy = RestartPolicy(**config, clock=clock, rng=always(0.5))
     times: list[float] = []
@@ -195,8 +202,9 @@ def test_latches_exactly_when_failures_in_the_window_exceed_the_limit(
 
 @settings(**settings_kwargs)
 @given(config=policies(), gaps=gaps, later=gaps)
-def test_once_latched_it_stays_latched(config: dict[str, float], gaps: list[float],
-                                       later: list[float]) -> None:
+def test_once_latched_it_stays_latched(
+    config: dict[str, float], gaps: list[float], later: list[float]
+) -> None:
     clock = FakeClock()
     policy = RestartPolicy(**{**config, "burst_limit": 0}, clock=clock, rng=always(0.5))
     for gap in gaps:
@@ -212,7 +220,8 @@ def test_once_latched_it_stays_latched(config: dict[str, float], gaps: list[floa
 @settings(**settings_kwargs)
 @given(config=policies(), gaps=gaps, success_at=st.integers(min_value=0, max_value=39))
 def test_consecutive_count_follows_quiet_spells_and_successes(
-        config: dict[str, float], gaps: list[float], success_at: int) -> None:
+    config: dict[str, float], gaps: list[float], success_at: int
+) -> None:
     clock = FakeClock()
     policy = RestartPolicy(**{**config, "burst_limit": 10_000}, clock=clock, rng=always(0.5))
     expected = 0
@@ -232,8 +241,9 @@ def test_consecutive_count_follows_quiet_spells_and_successes(
 
 @settings(**settings_kwargs)
 @given(config=policies(), attempt=st.integers(min_value=1, max_value=5000))
-def test_ceiling_grows_monotonically_up_to_the_maximum(config: dict[str, float],
-                                                       attempt: int) -> None:
+def test_ceiling_grows_monotonically_up_to_the_maximum(
+    config: dict[str, float], attempt: int
+) -> None:
     policy = RestartPolicy(**config)
     assert policy.ceiling(attempt) <= policy.ceiling(attempt + 1) <= config["maximum"]
     # the formula min(maximum, initial * factor ** (attempt - 1)), evaluated in log space
@@ -242,6 +252,7 @@ def test_ceiling_grows_monotonically_up_to_the_maximum(config: dict[str, float],
         expected = 0.0
     else:
         log_value = math.log(config["initial"]) + (attempt - 1) * math.log(config["factor"])
-        expected = config["maximum"] if log_value >= math.log(config["maximum"]) else (
-            math.exp(log_value))
+        expected = (
+            config["maximum"] if log_value >= math.log(config["maximum"]) else (math.exp(log_value))
+        )
     assert policy.ceiling(attempt) == pytest.approx(expected, rel=1e-6)

@@ -36,8 +36,14 @@ class Admission(enum.Enum):
 
 
 class Breaker:
-    def __init__(self, *, threshold: int, window: float, cooldown: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        threshold: int,
+        window: float,
+        cooldown: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if threshold < 0 or window <= 0 or cooldown < 0:
             raise ValueError("breaker: threshold must be >= 0, window > 0, cooldown >= 0")
         self.threshold = threshold

@@ -62,8 +62,9 @@ class OomCounter:
     key: str = "oom_kill"
 
     @classmethod
-    def for_pid(cls, pid: int | str, *, root: Path = CGROUP_ROOT,
-                proc: Path = Path("/proc")) -> OomCounter | None:
+    def for_pid(
+        cls, pid: int | str, *, root: Path = CGROUP_ROOT, proc: Path = Path("/proc")
+    ) -> OomCounter | None:
         """The counter of ``pid``'s memory cgroup, or None where no counter is readable."""
         try:
             lines = (proc / str(pid) / "cgroup").read_text().splitlines()
@@ -91,8 +92,9 @@ class OomCounter:
 def dmesg_oom_kills(since: str = "-5min") -> int:
     """Kernel OOM-kill lines in the last minutes, or -1 where dmesg cannot be read."""
     try:
-        done = subprocess.run(["dmesg", "--since", since], capture_output=True, text=True,
-                              timeout=2, check=False)
+        done = subprocess.run(
+            ["dmesg", "--since", since], capture_output=True, text=True, timeout=2, check=False
+        )
     except (OSError, subprocess.SubprocessError):
         return -1
     if done.returncode != 0:
@@ -100,8 +102,14 @@ def dmesg_oom_kills(since: str = "-5min") -> int:
     return done.stdout.lower().count("killed process")
 
 
-def describe_death(*, pid: int | None, exitcode: int | None, actor: str | None,
-                   oom_kills: int | None, oom_source: str = "memory.events") -> str:
+def describe_death(
+    *,
+    pid: int | None,
+    exitcode: int | None,
+    actor: str | None,
+    oom_kills: int | None,
+    oom_source: str = "memory.events",
+) -> str:
     """A sentence for logs and ``last_error``: who died, how, running what, OOM or not."""
     exit_code, exit_signal = exit_status(exitcode)
     who = f"process {pid}" if pid is not None else "a pool process"

@@ -115,24 +115,42 @@ def _run_one(conn: Connection, registry: Registry, message: tuple[Any, ...]) -> 
     try:
         result_json = _encoder.encode(value)
     except Exception as exc:
-        conn.send(("result_error", seq, f"the result of {actor_name!r} could not be returned: "
-                   f"not JSON-serialisable: {type(exc).__name__}: {exc}"))
+        conn.send(
+            (
+                "result_error",
+                seq,
+                f"the result of {actor_name!r} could not be returned: "
+                f"not JSON-serialisable: {type(exc).__name__}: {exc}",
+            )
+        )
         return
     if len(result_json) > max_result_bytes:  # characters <= bytes: a cheap first check
         size = len(result_json.encode())
         if size > max_result_bytes:
-            conn.send(("result_error", seq, f"the result of {actor_name!r} is {size} bytes, "
-                       f"over the pool's result limit of {max_result_bytes} bytes"))
+            conn.send(
+                (
+                    "result_error",
+                    seq,
+                    f"the result of {actor_name!r} is {size} bytes, "
+                    f"over the pool's result limit of {max_result_bytes} bytes",
+                )
+            )
             return
     try:
         conn.send(("ok", seq, result_json))
     except MemoryError as exc:
-        conn.send(("result_error", seq, f"the result of {actor_name!r} could not be returned: "
-                   f"MemoryError: {exc}"))
+        conn.send(
+            (
+                "result_error",
+                seq,
+                f"the result of {actor_name!r} could not be returned: MemoryError: {exc}",
+            )
+        )
 
 
-def main(conn: Connection, registry_ref: str, sys_path: list[str],
-         env: dict[str, str], owner_pid: int) -> None:
+def main(
+    conn: Connection, registry_ref: str, sys_path: list[str], env: dict[str, str], owner_pid: int
+) -> None:
     """Entry point of a pool process (the ``multiprocessing.Process`` target)."""
     _die_with_owner(owner_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the worker to handle

@@ -90,14 +90,18 @@ class ProcessPool:
         cgroup_root: Path = causes.CGROUP_ROOT,
     ) -> None:
         if start_method not in START_METHODS:
-            raise ConfigError(f"process pool start_method must be one of {START_METHODS}, got "
-                              f"{start_method!r} (never fork: the worker has threads and "
-                              "database connections)")
+            raise ConfigError(
+                f"process pool start_method must be one of {START_METHODS}, got "
+                f"{start_method!r} (never fork: the worker has threads and "
+                "database connections)"
+            )
         size = os.cpu_count() or 1 if size is None else size
         if not isinstance(size, int) or size < 1:
             raise ConfigError(f"process pool size must be an integer >= 1, got {size!r}")
-        for name, value in (("max_tasks_per_child", max_tasks_per_child),
-                            ("max_memory_per_child_mib", max_memory_per_child_mib)):
+        for name, value in (
+            ("max_tasks_per_child", max_tasks_per_child),
+            ("max_memory_per_child_mib", max_memory_per_child_mib),
+        ):
             if value is not None and (not isinstance(value, int) or value < 0):
                 raise ConfigError(f"process pool {name} must be None or an integer >= 0")
         if max_payload_bytes < 1 or (max_result_bytes is not None and max_result_bytes < 1):
@@ -115,8 +119,12 @@ class ProcessPool:
         self.kill_grace = kill_grace
         self._env = dict(env or {})
         self._new_policy = restart_policy or RestartPolicy
-        self._breaker = Breaker(threshold=breaker_threshold, window=breaker_window,
-                                cooldown=breaker_cooldown, clock=clock)
+        self._breaker = Breaker(
+            threshold=breaker_threshold,
+            window=breaker_window,
+            cooldown=breaker_cooldown,
+            clock=clock,
+        )
         self._cgroup_root = cgroup_root
         self._ctx = multiprocessing.get_context(start_method)
         self._registry: Registry | None = None
@@ -184,8 +192,9 @@ class ProcessPool:
         self._registry = load_registry(self.registry_ref)  # a clear error here, not in a child
         if self.start_method == "forkserver":
             self._ctx.set_forkserver_preload(["taskq.procpool.child"])
-        self._executor = ThreadPoolExecutor(max_workers=2 * self.size + 2,
-                                            thread_name_prefix="taskq-procpool")
+        self._executor = ThreadPoolExecutor(
+            max_workers=2 * self.size + 2, thread_name_prefix="taskq-procpool"
+        )
         self._started = True
         first_attempts: list[asyncio.Future[None]] = []
         loop = asyncio.get_running_loop()
@@ -194,8 +203,9 @@ class ProcessPool:
             self._slots.append(slot)
             first = loop.create_future()
             first_attempts.append(first)
-            task = asyncio.create_task(self._supervise(slot, first),
-                                       name=f"taskq-procpool-slot-{index}")
+            task = asyncio.create_task(
+                self._supervise(slot, first), name=f"taskq-procpool-slot-{index}"
+            )
             task.add_done_callback(self._supervisor_done)
             self._supervisors.append(task)
         await asyncio.gather(*first_attempts)
@@ -232,14 +242,27 @@ class ProcessPool:
 
     # -- running a job --------------------------------------------------------------
 
-    async def run(self, actor_name: str, args_json: str, kwargs_json: str, *,
-                  timeout: float | None = None, job_id: UUID | str | None = None,
-                  attempt: int | None = None) -> str:
+    async def run(
+        self,
+        actor_name: str,
+        args_json: str,
+        kwargs_json: str,
+        *,
+        timeout: float | None = None,
+        job_id: UUID | str | None = None,
+        attempt: int | None = None,
+    ) -> str:
         """Run one job in a pool process; return its result as JSON text."""
         if not self._started or self._closing:
             raise PoolClosed("the process pool is not running")
-        job = _Job(actor_name, args_json, kwargs_json, None if job_id is None else str(job_id),
-                   attempt, timeout)
+        job = _Job(
+            actor_name,
+            args_json,
+            kwargs_json,
+            None if job_id is None else str(job_id),
+            attempt,
+            timeout,
+        )
         self._check_payload(job)
         admission = self._breaker.admit()
         if admission is Admission.REFUSED:
@@ -253,8 +276,7 @@ class ProcessPool:
             for try_number in (1, 2):
                 slot = await self._acquire(probe)
                 outcome, started = await self._exchange(slot, job)
-                if (outcome[0] == "died" and not started and try_number == 1
-                        and not self._closing):
+                if outcome[0] == "died" and not started and try_number == 1 and not self._closing:
                     self._lost_before_start(slot, job)  # not this job's doing: another slot
                     continue
                 verdict = True
@@ -271,8 +293,10 @@ class ProcessPool:
             return
         size = job.payload_bytes()
         if size > self.max_payload_bytes:
-            raise PayloadTooLarge(f"payload of {job.actor!r} is {size} bytes, over the process "
-                                  f"pool's limit of {self.max_payload_bytes} bytes")
+            raise PayloadTooLarge(
+                f"payload of {job.actor!r} is {size} bytes, over the process "
+                f"pool's limit of {self.max_payload_bytes} bytes"
+            )
 
     async def _acquire(self, probe: bool) -> Slot:
         while True:
@@ -293,16 +317,26 @@ class ProcessPool:
         assert slot.conn is not None and slot.process is not None and self._executor is not None
         self._seq += 1
         job.pool_generation, job.slot_generation, job.pid = (
-            self.generation, slot.generation, slot.pid)
-        message = ("run", self._seq, job.actor, job.args_json, job.kwargs_json,
-                   self.max_result_bytes)
+            self.generation,
+            slot.generation,
+            slot.pid,
+        )
+        message = (
+            "run",
+            self._seq,
+            job.actor,
+            job.args_json,
+            job.kwargs_json,
+            self.max_result_bytes,
+        )
         started: list[int] = []
         slot.oom_before = slot.oom_counter.read() if slot.oom_counter is not None else None
         if job.job_id is not None and slot.pid is not None:
             self._running[job.job_id] = slot.pid
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._executor, slots.exchange, slot.conn, slot.process,
-                                      message, job.timeout, started)
+        future = loop.run_in_executor(
+            self._executor, slots.exchange, slot.conn, slot.process, message, job.timeout, started
+        )
         slot.exchange = future
         try:
             outcome = await asyncio.shield(future)
@@ -317,8 +351,7 @@ class ProcessPool:
             slot.memory_limit_mib = started[0]
         return outcome, started
 
-    async def _conclude(self, slot: Slot, job: _Job, outcome: tuple[Any, ...],
-                        probe: bool) -> str:
+    async def _conclude(self, slot: Slot, job: _Job, outcome: tuple[Any, ...], probe: bool) -> str:
         """Turn the child's reply into the result, or raise; hand the slot back or retire it."""
         tag = outcome[0]
         if tag == "died":  # dying already: let it finish exiting so its status is its own
@@ -326,12 +359,19 @@ class ProcessPool:
             await self._report_break(slot, job)
         if tag == "timeout":
             slot.retire("timeout", failure=False, hard=True)
-            log.warning("process_pool_job_timed_out", job=job.actor, job_id=job.job_id,
-                        timeout=job.timeout, pid=job.pid)
+            log.warning(
+                "process_pool_job_timed_out",
+                job=job.actor,
+                job_id=job.job_id,
+                timeout=job.timeout,
+                pid=job.pid,
+            )
             await slot.reaped.wait()  # gone before anyone may run the job again
             self._probe_verdict(probe, broke=False)
-            raise JobTimedOut(f"{job.actor} ran past its timeout of {job.timeout}s; its process "
-                              f"{job.pid} was killed and replaced")
+            raise JobTimedOut(
+                f"{job.actor} ran past its timeout of {job.timeout}s; its process "
+                f"{job.pid} was killed and replaced"
+            )
         # the process survived the job: the slot did real work
         slot.tasks_done += 1
         slot.policy.on_success()
@@ -341,14 +381,19 @@ class ProcessPool:
             return str(outcome[2])
         if tag == "error":
             _tag, _seq, error_type, error_message, remote_tb = outcome
-            raise JobFailed(remote_tb.rstrip(), error_type=error_type,
-                            error_message=error_message, remote_traceback=remote_tb)
+            raise JobFailed(
+                remote_tb.rstrip(),
+                error_type=error_type,
+                error_message=error_message,
+                remote_traceback=remote_tb,
+            )
         if tag == "result_error":
             raise JobFailed(outcome[2], error_type="ResultError", error_message=outcome[2])
         if tag == "undecodable":
             raise PayloadUndecodable(outcome[2])
-        raise JobFailed(f"unexpected reply from pool process {slot.pid}: {tag!r}",
-                        error_type="ProtocolError")
+        raise JobFailed(
+            f"unexpected reply from pool process {slot.pid}: {tag!r}", error_type="ProtocolError"
+        )
 
     def _after_job(self, slot: Slot) -> None:
         """Recycle by task count or memory between jobs; otherwise hand the slot back."""
@@ -361,8 +406,13 @@ class ProcessPool:
                 reason = "max_memory"
         if reason is not None:
             metrics.process_pool_recycles.labels(reason=reason).inc()
-            log.info("process_pool_recycled", reason=reason, pid=slot.pid, slot=slot.index,
-                     tasks_done=slot.tasks_done)
+            log.info(
+                "process_pool_recycled",
+                reason=reason,
+                pid=slot.pid,
+                slot=slot.index,
+                tasks_done=slot.tasks_done,
+            )
             slot.retire(reason, failure=False, hard=False)
             return
         if slot.retired.is_set():  # retired while the job ran (close)
@@ -382,9 +432,14 @@ class ProcessPool:
         self._notify()
 
     def _lost_before_start(self, slot: Slot, job: _Job) -> None:
-        log.warning("process_pool_process_lost", pid=slot.pid, slot=slot.index,
-                    job=job.actor, job_id=job.job_id,
-                    detail="the process died before it took the job; trying another one")
+        log.warning(
+            "process_pool_process_lost",
+            pid=slot.pid,
+            slot=slot.index,
+            job=job.actor,
+            job_id=job.job_id,
+            detail="the process died before it took the job; trying another one",
+        )
         slot.retire("died", failure=True, hard=False)
 
     async def _report_break(self, slot: Slot, job: _Job) -> NoReturn:
@@ -398,25 +453,41 @@ class ProcessPool:
         exit_code, exit_signal = causes.exit_status(exitcode)
         oom_delta, oom_source = await self._oom_kills(counter, counter_before)
         from_cgroup = oom_source != "dmesg"
-        cause = causes.describe_death(pid=job.pid, exitcode=exitcode, actor=job.actor,
-                                      oom_kills=oom_delta if from_cgroup else None,
-                                      oom_source=oom_source)
+        cause = causes.describe_death(
+            pid=job.pid,
+            exitcode=exitcode,
+            actor=job.actor,
+            oom_kills=oom_delta if from_cgroup else None,
+            oom_source=oom_source,
+        )
         if not from_cgroup and oom_delta and exit_signal == "SIGKILL":
             cause += f" (possibly an OOM kill: dmesg shows {oom_delta} recent OOM kills)"
         label = causes.cause_label(exitcode, oom_delta if from_cgroup else None)
         metrics.process_pool_breaks.labels(cause=label).inc()
-        log.error("process_pool_broken", job=job.actor, job_id=job.job_id, attempt=job.attempt,
-                  payload_bytes=job.payload_bytes(), pool_generation=job.pool_generation,
-                  slot=slot.index, slot_generation=job.slot_generation,
-                  worker_memory_limit_mib=memory_limit_mib,
-                  recent_oom_kills=-1 if oom_delta is None else oom_delta,
-                  exit_signal=exit_signal, exit_code=exit_code, pid=job.pid, cause=cause)
+        log.error(
+            "process_pool_broken",
+            job=job.actor,
+            job_id=job.job_id,
+            attempt=job.attempt,
+            payload_bytes=job.payload_bytes(),
+            pool_generation=job.pool_generation,
+            slot=slot.index,
+            slot_generation=job.slot_generation,
+            worker_memory_limit_mib=memory_limit_mib,
+            recent_oom_kills=-1 if oom_delta is None else oom_delta,
+            exit_signal=exit_signal,
+            exit_code=exit_code,
+            pid=job.pid,
+            cause=cause,
+        )
         self._record_break(cause)
-        raise ProcessDied(cause, cause=cause, exit_code=exit_code, exit_signal=exit_signal,
-                          pid=job.pid)
+        raise ProcessDied(
+            cause, cause=cause, exit_code=exit_code, exit_signal=exit_signal, pid=job.pid
+        )
 
-    async def _oom_kills(self, counter: causes.OomCounter | None,
-                         before: int | None) -> tuple[int | None, str]:
+    async def _oom_kills(
+        self, counter: causes.OomCounter | None, before: int | None
+    ) -> tuple[int | None, str]:
         """OOM kills since the job started (cgroup counter), else recent ones (dmesg)."""
         if counter is not None and before is not None:
             after = counter.read()
@@ -428,10 +499,15 @@ class ProcessPool:
 
     def _record_break(self, cause: str) -> None:
         if self._breaker.record_break():
-            log.critical("process_pool_breaker_open", breaks=self._breaker.recent_breaks,
-                         threshold=self._breaker.threshold, window=self._breaker.window,
-                         cooldown=self._breaker.cooldown, last_cause=cause,
-                         paused_actors=self._cpu_actor_names())
+            log.critical(
+                "process_pool_breaker_open",
+                breaks=self._breaker.recent_breaks,
+                threshold=self._breaker.threshold,
+                window=self._breaker.window,
+                cooldown=self._breaker.cooldown,
+                last_cause=cause,
+                paused_actors=self._cpu_actor_names(),
+            )
             self._set_breaker_gauge(True)
         self._notify()
 
@@ -498,23 +574,29 @@ class ProcessPool:
         slot.generation += 1
         sys_path = [p for p in sys.path if isinstance(p, str)]
         process, conn = await loop.run_in_executor(
-            self._executor, slots.spawn, self._ctx, self.registry_ref, sys_path, self._env)
+            self._executor, slots.spawn, self._ctx, self.registry_ref, sys_path, self._env
+        )
         slot.process, slot.conn, slot.pid = process, conn, process.pid
         metrics.process_pool_processes_alive.inc()
         loop.add_reader(process.sentinel, self._on_exit, slot, process)
         if self._closing:
             slots._signal(process, "terminate")
-        reply = await loop.run_in_executor(self._executor, slots.wait_ready, conn, process,
-                                           self.initializer_timeout)
+        reply = await loop.run_in_executor(
+            self._executor, slots.wait_ready, conn, process, self.initializer_timeout
+        )
         if reply[0] == "ready":
             slot.memory_limit_mib = int(reply[2])
-            slot.oom_counter = causes.OomCounter.for_pid(process.pid or 0,
-                                                         root=self._cgroup_root)
+            slot.oom_counter = causes.OomCounter.for_pid(process.pid or 0, root=self._cgroup_root)
             slot.state = SlotState.IDLE
             self._idle.append(slot)
             self._notify()
-            log.info("process_pool_process_ready", pid=slot.pid, slot=slot.index,
-                     slot_generation=slot.generation, pool_generation=self.generation)
+            log.info(
+                "process_pool_process_ready",
+                pid=slot.pid,
+                slot=slot.index,
+                slot_generation=slot.generation,
+                pool_generation=self.generation,
+            )
             return True
         if self._closing:
             return False
@@ -532,17 +614,27 @@ class ProcessPool:
             cause = f"process {slot.pid}: an initializer raised {last_line}"
         elif reply[0] == "timeout":
             label = "initializer_timeout"
-            cause = (f"process {slot.pid}: the initializers did not finish within "
-                     f"{self.initializer_timeout}s; killed")
+            cause = (
+                f"process {slot.pid}: the initializers did not finish within "
+                f"{self.initializer_timeout}s; killed"
+            )
         else:
             label = causes.cause_label(slot.exitcode, None)
-            cause = causes.describe_death(pid=slot.pid, exitcode=slot.exitcode,
-                                          actor="its initializers", oom_kills=None)
+            cause = causes.describe_death(
+                pid=slot.pid, exitcode=slot.exitcode, actor="its initializers", oom_kills=None
+            )
         metrics.process_pool_breaks.labels(cause=label).inc()
-        log.error("process_pool_initializer_failed", pid=slot.pid, slot=slot.index,
-                  slot_generation=slot.generation, pool_generation=self.generation,
-                  exit_code=exit_code, exit_signal=exit_signal, cause=cause,
-                  traceback=traceback_text)
+        log.error(
+            "process_pool_initializer_failed",
+            pid=slot.pid,
+            slot=slot.index,
+            slot_generation=slot.generation,
+            pool_generation=self.generation,
+            exit_code=exit_code,
+            exit_signal=exit_signal,
+            cause=cause,
+            traceback=traceback_text,
+        )
         self._record_break(cause)
 
     def _on_exit(self, slot: Slot, process: Any) -> None:
@@ -553,8 +645,12 @@ class ProcessPool:
             return  # starting or busy: the waiting thread sees the death itself
         with contextlib.suppress(ValueError):
             self._idle.remove(slot)
-        log.warning("process_pool_process_lost", pid=slot.pid, slot=slot.index,
-                    detail="the process died while idle; no job was running")
+        log.warning(
+            "process_pool_process_lost",
+            pid=slot.pid,
+            slot=slot.index,
+            detail="the process died while idle; no job was running",
+        )
         slot.retire("died_idle", failure=True, hard=False)
 
     async def _stop(self, slot: Slot) -> None:
@@ -576,9 +672,12 @@ class ProcessPool:
         assert self._executor is not None
         loop = asyncio.get_running_loop()
         try:
-            slot.exitcode = await asyncio.shield(loop.run_in_executor(
-                self._executor, lambda: slots.stop(process, None if hard else conn, hard=hard,
-                                                   grace=grace)))
+            slot.exitcode = await asyncio.shield(
+                loop.run_in_executor(
+                    self._executor,
+                    lambda: slots.stop(process, None if hard else conn, hard=hard, grace=grace),
+                )
+            )
             if slot.exchange is not None:
                 await asyncio.shield(slot.exchange)
         finally:
@@ -595,16 +694,24 @@ class ProcessPool:
             return
         decision = slot.policy.on_failure()
         if decision.give_up:
-            log.critical("process_pool_slot_gave_up", slot=slot.index,
-                         recent_failures=decision.recent,
-                         detail="restart limit reached; the breaker opens")
+            log.critical(
+                "process_pool_slot_gave_up",
+                slot=slot.index,
+                recent_failures=decision.recent,
+                detail="restart limit reached; the breaker opens",
+            )
             if self._breaker.trip():
                 self._set_breaker_gauge(True)
             slot.policy = self._new_policy()
             self._notify()
             return
-        log.info("process_pool_restart_scheduled", slot=slot.index, delay=decision.delay,
-                 consecutive_failures=decision.attempt, reason=slot.retire_reason)
+        log.info(
+            "process_pool_restart_scheduled",
+            slot=slot.index,
+            delay=decision.delay,
+            consecutive_failures=decision.attempt,
+            reason=slot.retire_reason,
+        )
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._closed_or_closing(), timeout=decision.delay)
 
@@ -614,8 +721,9 @@ class ProcessPool:
 
     def _supervisor_done(self, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception() is not None:
-            log.critical("process_pool_supervisor_died", task=task.get_name(),
-                         exc_info=task.exception())
+            log.critical(
+                "process_pool_supervisor_died", task=task.get_name(), exc_info=task.exception()
+            )
 
     # -- wake-ups -------------------------------------------------------------------
 

@@ -75,12 +75,16 @@ class Slot:
         self.exchange = None
 
 
-def spawn(ctx: BaseContext, registry_ref: str, sys_path: list[str],
-          env: dict[str, str]) -> tuple[BaseProcess, Connection]:
+def spawn(
+    ctx: BaseContext, registry_ref: str, sys_path: list[str], env: dict[str, str]
+) -> tuple[BaseProcess, Connection]:
     parent_end, child_end = ctx.Pipe(duplex=True)
-    process = ctx.Process(target=child.main,
-                          args=(child_end, registry_ref, sys_path, env, os.getpid()),
-                          name="taskq-procpool", daemon=True)
+    process = ctx.Process(
+        target=child.main,
+        args=(child_end, registry_ref, sys_path, env, os.getpid()),
+        name="taskq-procpool",
+        daemon=True,
+    )
     try:
         with _reap_lock:
             process.start()
@@ -102,8 +106,13 @@ def wait_ready(conn: Connection, process: BaseProcess, timeout: float) -> tuple[
     return ("died",)
 
 
-def exchange(conn: Connection, process: BaseProcess, message: tuple[Any, ...],
-             timeout: float | None, started: list[int]) -> tuple[Any, ...]:
+def exchange(
+    conn: Connection,
+    process: BaseProcess,
+    message: tuple[Any, ...],
+    timeout: float | None,
+    started: list[int],
+) -> tuple[Any, ...]:
     """Send one job and wait for its verdict; ``started`` gets the child's memory limit.
 
     Returns the child's reply, or ("died",) / ("timeout",). Never raises.
