@@ -6,7 +6,7 @@ imported then, not before). What the pool raises maps to outcomes:
 ===============================  ==========================================
 ``JobFailed``, ``JobTimedOut``   a clean failure: retry, then dead/failed
 ``ProcessDied``                  ``crashed`` with the cause: the crash rules
-``BreakerOpen``                  given back, no attempt charged
+``BreakerOpen``, ``PoolClosed``  given back, no attempt charged
 ``PayloadTooLarge``              dead/failed (it will never fit)
 ``PayloadUndecodable``           dead/undecodable
 ===============================  ==========================================
@@ -26,6 +26,7 @@ from ..exceptions import (
     JobTimedOut,
     PayloadTooLarge,
     PayloadUndecodable,
+    PoolClosed,
     ProcessDied,
 )
 from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
@@ -80,7 +81,7 @@ class CpuRunner:
             return outcomes.failed(job, _pool_error(exc), actor.retry_backoff)
         except ProcessDied as exc:
             return outcomes.crashed(job, exc.cause)
-        except BreakerOpen:
+        except (BreakerOpen, PoolClosed):
             return None
         except PayloadTooLarge as exc:
             return outcomes.dead(job, DeadReason.FAILED, f"PayloadTooLarge: {exc}")

@@ -27,6 +27,7 @@ from .outage import StoreBackoff
 log = get_logger(__name__)
 
 MAX_BATCH = 1000
+BACKLOG_PAUSE = 0.05
 
 
 class Fetcher:
@@ -52,8 +53,11 @@ class Fetcher:
     async def run(self) -> None:
         buffer = self._buffer
         while not self._stopped.is_set():
-            if buffer.free <= 0 or not self._can_claim():
+            if buffer.free <= 0:
                 await self._until(buffer.wait_for_room(), timeout=self._poll_interval)
+                continue
+            if not self._can_claim():  # acknowledgements are backing up: let them drain
+                await self._until(asyncio.sleep(BACKLOG_PAUSE))
                 continue
             await asyncio.sleep(0)  # let consumers that are finishing right now free slots
             limit = min(buffer.free, MAX_BATCH)

@@ -289,7 +289,11 @@ class Worker:
         self.shutting_down = True
         by_name = {name: task for task, name in tasks.items()}
         fetcher.stop()
-        await asyncio.wait({by_name["fetcher"]})  # ends after the claim in hand
+        # it ends after the claim in hand; a store that hangs must not hang the shutdown
+        # (jobs of a claim cut off here are rescued when their lease expires)
+        _, pending = await asyncio.wait({by_name["fetcher"]}, timeout=max(self.config.lease, 5))
+        if pending:
+            log.warning("fetcher-stop-timed-out", note="a claim did not return in time")
         unstarted = buffer.drain()
         acker.give_back(unstarted)
         if unstarted:
