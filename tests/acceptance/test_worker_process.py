@@ -103,6 +103,14 @@ async def test_sigterm_exits_0_nothing_running_nothing_lost(store, spawn, runs_f
     assert await store.list_workers() == []  # unregistered
 
 
+async def test_sigint_is_a_graceful_stop_too(store, spawn):
+    worker = spawn()
+    worker.wait_for_event("worker-started")
+    worker.signal(signal.SIGINT)
+    assert worker.wait() == exit_codes.OK
+    assert worker.events("worker-stopping")[0]["reason"] == "SIGINT"
+
+
 async def test_second_sigterm_skips_the_grace_and_gives_the_job_back(store, spawn, runs_file,
                                                                     release):
     async with AsyncClient(store=store) as client:
@@ -232,6 +240,9 @@ async def test_pg_terminate_backend_mid_run_reconnects_and_loses_nothing(pg_targ
         worker.stop()
         await store.close()
     assert worker.events("store-unavailable")  # it noticed, and came back
+    assert worker.events("store-recovered")
+    assert not worker.events("worker died")  # a dead store is not a consumer crash
+    assert all(j.attempts == 1 and j.crash_count == 0 for j in jobs)  # nobody charged
     assert Counter(actors.runs(runs_file)) == Counter(json.loads(j.result)["key"] for j in jobs)
     assert len(jobs) == 600 and set(Counter(actors.runs(runs_file)).values()) == {1}
 
