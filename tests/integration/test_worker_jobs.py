@@ -8,22 +8,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
-
-import pytest
 
 from taskq import AsyncClient
 from taskq.ids import uuid7
 from taskq.jobs import JobSpec
 from tests import worker_actors as actors
 from tests.worker_harness import running_worker, wait_for_states
-
-
-@pytest.fixture
-def runs_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "runs.log"
-    monkeypatch.setenv("TASKQ_TEST_RUNS", str(path))
-    return path
 
 
 async def test_n_jobs_each_run_exactly_once(target, store, runs_file):

@@ -4,9 +4,6 @@ a middleware fault after the job does not lose or repeat its outcome."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
-
-import pytest
 
 from taskq import AsyncClient
 from taskq.ids import uuid7
@@ -17,13 +14,6 @@ from tests import worker_actors as actors
 from tests.helpers import async_wait_until
 from tests.worker_harness import running_worker, wait_for_states
 from tests.worker_logs import captured_logs
-
-
-@pytest.fixture
-def runs_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "runs.log"
-    monkeypatch.setenv("TASKQ_TEST_RUNS", str(path))
-    return path
 
 
 async def test_heartbeat_keeps_a_long_job_leased_past_many_lease_periods(target, store,

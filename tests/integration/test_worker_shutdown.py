@@ -4,19 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from taskq import AsyncClient
 from tests import worker_actors as actors
 from tests.helpers import async_wait_until
 from tests.worker_harness import running_worker, wait_for_states
-
-
-@pytest.fixture
-def runs_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "runs.log"
-    monkeypatch.setenv("TASKQ_TEST_RUNS", str(path))
-    return path
 
 
 async def test_stop_gives_back_claimed_but_unstarted_jobs_without_charging(target, store,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -18,13 +17,6 @@ from tests import worker_actors as actors
 from tests.helpers import async_wait_until
 from tests.worker_harness import http_get, metric_value, running_worker, wait_for_states
 from tests.worker_logs import captured_logs
-
-
-@pytest.fixture
-def runs_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "runs.log"
-    monkeypatch.setenv("TASKQ_TEST_RUNS", str(path))
-    return path
 
 
 def restarts_total() -> float:
