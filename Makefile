@@ -30,8 +30,8 @@ test: $(STAMP)
 	TASKQ_TEST_PG_DSN="$$dsn" $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	@dsn=$$($(PY) scripts/ensure_postgres.py) || exit 1; \

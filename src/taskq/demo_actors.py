@@ -29,7 +29,7 @@ def _first_time(kind: str, n: int) -> bool:
 
 
 @registry.actor(queue="demo", idempotent=True)
-def thumbnail(n: int) -> dict:
+def thumbnail(n: int) -> dict[str, int]:
     """Ordinary work: a few milliseconds in a thread."""
     time.sleep(0.005 + (n % 7) * 0.003)
     return {"thumbnail": n}

@@ -20,8 +20,9 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from multiprocessing.context import ForkServerContext, SpawnContext
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 from uuid import UUID
 
 from .. import metrics
@@ -126,7 +127,9 @@ class ProcessPool:
             clock=clock,
         )
         self._cgroup_root = cgroup_root
-        self._ctx = multiprocessing.get_context(start_method)
+        self._ctx = cast(
+            "ForkServerContext | SpawnContext", multiprocessing.get_context(start_method)
+        )
         self._registry: Registry | None = None
         self._slots: list[Slot] = []
         self._idle: deque[Slot] = deque()

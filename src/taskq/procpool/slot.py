@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from multiprocessing.context import BaseContext
+from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.process import BaseProcess
 from typing import Any
 
@@ -76,7 +76,10 @@ class Slot:
 
 
 def spawn(
-    ctx: BaseContext, registry_ref: str, sys_path: list[str], env: dict[str, str]
+    ctx: ForkServerContext | SpawnContext,
+    registry_ref: str,
+    sys_path: list[str],
+    env: dict[str, str],
 ) -> tuple[BaseProcess, Connection]:
     parent_end, child_end = ctx.Pipe(duplex=True)
     process = ctx.Process(

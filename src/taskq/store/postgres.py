@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing, asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast, overload
 from uuid import UUID
 
 import psycopg
@@ -73,6 +73,12 @@ def _first_line(exc: BaseException) -> str:
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
+@overload
+def _utc(value: datetime) -> datetime: ...
+@overload
+def _utc(value: None) -> None: ...
+@overload
+def _utc(value: datetime | None) -> datetime | None: ...
 def _utc(value: datetime | None) -> datetime | None:
     return value.astimezone(UTC) if value is not None else None
 
@@ -257,7 +263,7 @@ class PostgresStore:
 
     async def now(self) -> datetime:
         (value,) = await self._fetchone("now")
-        return value.astimezone(UTC)
+        return _utc(cast(datetime, value))
 
     # -- producers -----------------------------------------------------------------------
     async def enqueue(self, specs: Sequence[JobSpec]) -> list[UUID]:
@@ -326,7 +332,7 @@ class PostgresStore:
 
     async def retry_all_dead(self) -> int:
         row = await self._fetchone("retry_all_dead", {"channel": self.channel})
-        return row[0]
+        return int(row[0])
 
     async def cancel_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
         if not job_ids:
@@ -382,7 +388,7 @@ class PostgresStore:
     async def heartbeat(self, worker_id: UUID, lease_seconds: float) -> int:
         row = await self._fetchone("heartbeat", {"worker_id": worker_id,
                                                  "lease": float(lease_seconds)})
-        return row[0]
+        return int(row[0])
 
     async def claim(self, worker_id: UUID, queues: Sequence[str], limit: int,
                     lease_seconds: float, exclude_actors: Sequence[str] = ()) -> list[ClaimedJob]:
@@ -407,7 +413,7 @@ class PostgresStore:
             "errors": [o.error for o in outcomes],
             "delays": [float(o.retry_delay) for o in outcomes],
             "reasons": [o.dead_reason for o in outcomes]})
-        return row[0]
+        return int(row[0])
 
     async def give_back(self, worker_id: UUID, jobs: Sequence[tuple[UUID, int]]) -> int:
         if not jobs:
@@ -415,7 +421,7 @@ class PostgresStore:
         row = await self._fetchone("give_back", {
             "worker_id": worker_id, "channel": self.channel,
             "ids": [j[0] for j in jobs], "attempts": [j[1] for j in jobs]})
-        return row[0]
+        return int(row[0])
 
     async def rescue_worker(self, worker_id: UUID, cause: str) -> list[RescuedJob]:
         return _rescued(await self._fetchall("rescue_worker", {

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 from uuid import UUID
 
 from ..exceptions import SchemaNotMigrated, StoreError, StoreUnavailable
@@ -60,6 +60,12 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     return "locked" in text or "busy" in text
 
 
+@overload
+def _dt(value: float) -> datetime: ...
+@overload
+def _dt(value: None) -> None: ...
+@overload
+def _dt(value: float | None) -> datetime | None: ...
 def _dt(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 

@@ -37,7 +37,7 @@ class StatusServer:
     def port(self) -> int | None:
         if self._server is None or not self._server.sockets:
             return None
-        return self._server.sockets[0].getsockname()[1]
+        return int(self._server.sockets[0].getsockname()[1])
 
     async def start(self, port: int, host: str = "0.0.0.0") -> int:
         self._server = await asyncio.start_server(self._handle, host, port)

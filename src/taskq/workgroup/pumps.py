@@ -45,7 +45,7 @@ def _emit(level: int, event: str, fields: dict[str, Any], *, logger: str | None 
     if not _forward.isEnabledFor(level):
         return
     record = _forward.makeRecord(
-        logger or _forward.name, level, "(child)", 0, event, None, None,
+        logger or _forward.name, level, "(child)", 0, event, (), None,
         extra={_FIELDS: fields},
     )
     if created is not None:
@@ -66,12 +66,12 @@ def forward_line(raw: bytes, *, worker: str, stream: str, pid: int | None,
         except (ValueError, RecursionError):
             obj = None
         if isinstance(obj, dict):
-            fields = {k: v for k, v in obj.items() if k not in _RESERVED}
+            forwarded: dict[str, Any] = {k: v for k, v in obj.items() if k not in _RESERVED}
             for key in ("worker", "stream"):  # the child's own field of that name is kept
-                if key in fields:
-                    fields[f"child_{key}"] = fields.pop(key)
-            fields["worker"] = worker
-            fields["stream"] = stream
+                if key in forwarded:
+                    forwarded[f"child_{key}"] = forwarded.pop(key)
+            forwarded["worker"] = worker
+            forwarded["stream"] = stream
             level = _LEVELS.get(str(obj.get("level", "info")).lower(), logging.INFO)
             created = None
             stamp = obj.get("timestamp")
@@ -83,7 +83,7 @@ def forward_line(raw: bytes, *, worker: str, stream: str, pid: int | None,
             child_pid = obj.get("pid") if isinstance(obj.get("pid"), int) else pid
             logger = obj.get("logger") if isinstance(obj.get("logger"), str) else None
             event = str(obj.get("event", "child-output"))
-            _emit(level, event, fields, logger=logger, created=created, pid=child_pid)
+            _emit(level, event, forwarded, logger=logger, created=created, pid=child_pid)
             return event
     fields: dict[str, Any] = {"worker": worker, "stream": stream, "line": text}
     if part is not None:
