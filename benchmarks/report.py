@@ -29,9 +29,8 @@ def summarise(case: Case, results: dict[str, list[dict]], quick: bool) -> dict:
         stuck = [r for r in runs if r.get("ok") and r.get("recovered") is False]
         if stuck:
             r = stuck[0]
-            row["note"] = (f"n/a (no recovery): {r.get('what_happens')} "
-                           f"({r.get('rerun')}/{r.get('inflight')} re-run within "
-                           f"{r.get('observed_s'):.0f} s)")
+            row["note"] = (f"{r.get('rerun')}/{r.get('inflight')} re-run within "
+                           f"{r.get('observed_s'):.0f} s: {r.get('what_happens')}")
         out[system] = row
     return out
 

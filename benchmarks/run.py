@@ -120,12 +120,15 @@ def run_case(case: Case, adapters: dict[str, Adapter], prepared: dict[str, Prepa
         shift = i % max(1, len(runnable))
         for s in runnable[shift:] + runnable[:shift]:
             adapter = adapters[s]
+            if i >= adapter.max_runs.get(case.id, n_runs):
+                continue
             workdir = args.workdir / case.id / s / f"run{i}"
             started = time.perf_counter()
             try:
                 dsn = fresh_target(adapter, admin_dsn, workdir, args.db_prefix)
                 result = adapter.run(prepared[s].python, case.script_scenario, dsn, workdir,
-                                     params, case.timeout)
+                                     {**params, **adapter.overrides.get(case.id, {})},
+                                     case.timeout)
             except Exception as exc:
                 result = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
             result["wall_s"] = time.perf_counter() - started

@@ -31,6 +31,11 @@ class Adapter:
     requirements: tuple[str, ...] = ()  # () = the project's own interpreter
     #: scenario -> why it does not apply ("n/a (...)"), shown instead of a number
     not_applicable: dict[str, str] = field(default_factory=dict)
+    #: case id -> parameters that replace the case's for this system only
+    overrides: dict[str, dict[str, object]] = field(default_factory=dict)
+    #: case id -> at most this many runs (a result that is "not re-run within the
+    #: window" is the same every time, and the window is long)
+    max_runs: dict[str, int] = field(default_factory=dict)
 
     @property
     def is_taskq(self) -> bool:
