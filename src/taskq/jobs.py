@@ -72,7 +72,7 @@ class Job:
     lease_expires_at: datetime | None
     last_error: str | None
     dead_reason: str | None
-    result: Any = None
+    result: Any = None  # the decoded JSON result of a succeeded job (None when dropped)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form used by ``--json`` output."""

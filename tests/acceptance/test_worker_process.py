@@ -7,7 +7,6 @@ the crash paths finish in seconds; every wait polls the store or the log with a 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import secrets
 import signal
@@ -204,7 +203,7 @@ async def test_fenced_late_ack_from_a_worker_whose_lease_was_taken_over_is_a_no_
         taker.signal(signal.SIGTERM)
         assert taker.wait() == exit_codes.OK
     assert frozen.events("acks-fenced-out")  # the late ack was sent, and changed nothing
-    assert json.loads(job.result)["pid"] == taker_pid
+    assert job.result["pid"] == taker_pid
     assert after.state == "succeeded" and after.attempts == job.attempts == 2
     assert after.result == job.result and after.finished_at == job.finished_at
 
@@ -243,7 +242,7 @@ async def test_pg_terminate_backend_mid_run_reconnects_and_loses_nothing(pg_targ
     assert worker.events("store-recovered")
     assert not worker.events("worker died")  # a dead store is not a consumer crash
     assert all(j.attempts == 1 and j.crash_count == 0 for j in jobs)  # nobody charged
-    assert Counter(actors.runs(runs_file)) == Counter(json.loads(j.result)["key"] for j in jobs)
+    assert Counter(actors.runs(runs_file)) == Counter(j.result["key"] for j in jobs)
     assert len(jobs) == 600 and set(Counter(actors.runs(runs_file)).values()) == {1}
 
 
@@ -384,7 +383,7 @@ async def test_cpu_actor_that_exits_is_crashed_then_poison_and_the_pool_serves_o
         worker.signal(signal.SIGTERM)
         assert worker.wait() == exit_codes.OK
     square_job, poison_job, once_job, raises_job = jobs
-    assert square_job.state == "succeeded" and json.loads(square_job.result) == 49
+    assert square_job.state == "succeeded" and square_job.result == 49
     assert poison_job.dead_reason == "poison" and poison_job.crash_count == 2
     assert starts(runs_file, "px") == 2
     assert once_job.dead_reason == "crashed" and once_job.crash_count == 1
@@ -392,4 +391,4 @@ async def test_cpu_actor_that_exits_is_crashed_then_poison_and_the_pool_serves_o
     assert "3" in once_job.last_error  # the cause names the exit code
     assert raises_job.dead_reason == "failed" and raises_job.attempts == 2
     assert raises_job.crash_count == 0 and "KeyError" in raises_job.last_error
-    assert json.loads(after_job.result) == 64
+    assert after_job.result == 64

@@ -328,7 +328,7 @@ async def test_complete_succeeded_stores_result(store):
                                             result_json='{"size": [64, 48]}')]) == 1
     job = await store.get_job(s.id)
     assert (job.state, job.attempts, job.dead_reason) == ("succeeded", 1, None)
-    assert json.loads(job.result) == {"size": [64, 48]}
+    assert job.result == {"size": [64, 48]}
     assert job.finished_at is not None and job.lease_expires_at is None
     assert job.worker_id == w
 

@@ -94,7 +94,7 @@ def _job(row: Sequence[Any]) -> Job:
         created_at=_utc(created_at), started_at=_utc(started_at),
         finished_at=_utc(finished_at), worker_id=worker_id,
         lease_expires_at=_utc(lease_expires_at), last_error=last_error,
-        dead_reason=dead_reason, result=result,
+        dead_reason=dead_reason, result=None if result is None else json.loads(result),
     )
 
 

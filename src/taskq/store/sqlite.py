@@ -112,7 +112,7 @@ def _job(row: Sequence[Any]) -> Job:
         idempotent=bool(idempotent), run_at=_dt(run_at), created_at=_dt(created_at),
         started_at=_dt(started_at), finished_at=_dt(finished_at), worker_id=_uuid(worker_id),
         lease_expires_at=_dt(lease_expires_at), last_error=last_error,
-        dead_reason=dead_reason, result=result,
+        dead_reason=dead_reason, result=None if result is None else json.loads(result),
     )
 
 
