@@ -1,8 +1,17 @@
 """Claimed jobs waiting for a consumer, and how many more the worker may claim.
 
-A claimed job holds a lease and, if this process dies, is charged a crash: so the
-fetcher claims only what free consumers can start at once (plus ``prefetch``, off by
-default). ``in_flight`` counts jobs claimed and not yet finished (buffered + running).
+A claimed job holds a lease (other workers cannot have it) and, if this process is
+killed, is charged a crash: so the worker never holds more claimed-but-unstarted jobs
+than it can start soon. ``prefetch`` says how many may wait beyond the free consumers:
+
+* ``None`` (default): adaptive. None while jobs take longer than ``FAST_JOB`` on average
+  (every claimed job starts at once); up to one per consumer while they are faster, so
+  a waiting job starts within a few milliseconds and a drain of short jobs is not
+  throttled by one claim round trip per ``max_concurrency`` jobs;
+* ``0``: strict, claim only for free consumers;
+* ``N``: always allow N.
+
+``in_flight`` counts jobs claimed and not yet finished (buffered + running).
 """
 
 from __future__ import annotations
@@ -11,14 +20,29 @@ import asyncio
 
 from ..jobs import ClaimedJob
 
+FAST_JOB = 0.005  # seconds: average run time under which adaptive prefetch opens
+_SMOOTHING = 0.2  # weight of the newest duration in the moving average
+
 
 class JobBuffer:
-    def __init__(self, consumers: int, prefetch: int = 0) -> None:
-        self.limit = consumers + max(prefetch, 0)
+    def __init__(self, consumers: int, prefetch: int | None = None) -> None:
+        self.consumers = consumers
+        self._prefetch = None if prefetch is None else max(prefetch, 0)
+        self.average_duration: float | None = None
         self.in_flight = 0
         self._queue: asyncio.Queue[ClaimedJob] = asyncio.Queue()
         self._room = asyncio.Event()
         self._room.set()
+
+    @property
+    def limit(self) -> int:
+        """How many jobs may be claimed and unfinished at once."""
+        if self._prefetch is not None:
+            return self.consumers + self._prefetch
+        average = self.average_duration
+        if average is not None and average <= FAST_JOB:
+            return 2 * self.consumers
+        return self.consumers
 
     @property
     def free(self) -> int:
@@ -41,8 +65,12 @@ class JobBuffer:
     async def get(self) -> ClaimedJob:
         return await self._queue.get()
 
-    def done(self) -> None:
-        """A job left the worker (finished, given back): its slot is free again."""
+    def done(self, duration: float | None = None) -> None:
+        """A job left the worker (finished after ``duration`` seconds, or given back)."""
+        if duration is not None:
+            average = self.average_duration
+            self.average_duration = (duration if average is None
+                                     else average + _SMOOTHING * (duration - average))
         self.in_flight -= 1
         if self.free > 0:
             self._room.set()

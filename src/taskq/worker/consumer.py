@@ -51,6 +51,7 @@ class Consumer:
     async def run(self) -> None:
         get, execute, buffer, acker = (self._buffer.get, self._executor.execute, self._buffer,
                                        self._acker)
+        perf_counter = time.perf_counter
         running, middleware = self._running, self._middleware
         try:
             while not self._stopping():
@@ -59,7 +60,9 @@ class Consumer:
                 running[job.id] = RunningJob(job, self.index, time.monotonic())
                 for hook in middleware:
                     hook.before_job(job)
+                started = perf_counter()
                 outcome = await execute(job)
+                duration = perf_counter() - started
                 self._outcome, self._ran = outcome, True
                 for hook in reversed(middleware):
                     hook.after_job(job, outcome)
@@ -69,7 +72,7 @@ class Consumer:
                     acker.add(outcome)
                 self.held = None
                 del running[job.id]
-                buffer.done()
+                buffer.done(duration)
                 if self._on_success is not None:
                     self._on_success()
                     self._on_success = None  # only the first job resets the backoff
