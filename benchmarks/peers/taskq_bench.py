@@ -149,12 +149,14 @@ FILL_SQL = """
 INSERT INTO {schema}.jobs (id, actor, queue, args, kwargs, priority, state, attempt,
                            max_attempts, max_crashes, idempotent, run_at, created_at,
                            started_at, finished_at)
-SELECT gen_random_uuid(), 'noop', 'default', '["x"]', '{{}}', 0, %(state)s,
+SELECT (substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7000-8000-' || h)::uuid,
+       'noop', 'default', '["x"]', '{{}}', 0, %(state)s,
        CASE WHEN %(state)s = 'succeeded' THEN 1 ELSE 0 END, 3, 2, true,
        now() - interval '1 hour', now() - interval '1 hour',
        CASE WHEN %(state)s = 'succeeded' THEN now() - interval '1 hour' END,
        CASE WHEN %(state)s = 'succeeded' THEN now() - interval '1 hour' END
-FROM generate_series(1, %(n)s)
+FROM generate_series(%(offset)s + 1, %(offset)s + %(n)s) AS g,
+     LATERAL (SELECT lpad(to_hex(g), 12, '0') AS h) AS hex
 """
 
 
@@ -163,8 +165,9 @@ def claim_scaling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
 
     ``--n`` is the largest size; sizes are n/100, n/10, n queued rows, then n finished
     (succeeded) rows retained beside n/100 queued. Rows are built with one
-    ``INSERT ... SELECT generate_series`` and the table is VACUUM ANALYZEd, as
-    autovacuum would have done on a live table."""
+    ``INSERT ... SELECT generate_series`` (ids time-ordered, as taskq's UUIDv7 are, so
+    claim order is heap order) and the table is VACUUM ANALYZEd, as autovacuum would
+    have done on a live table."""
     import psycopg
 
     sizes = [("queued", max(1, args.n // 100)), ("queued", max(1, args.n // 10)),
@@ -177,11 +180,13 @@ def claim_scaling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
             conn.execute(f"TRUNCATE {SCHEMA}.jobs")
             t0 = time.perf_counter()
             if label == "queued":
-                conn.execute(FILL_SQL.format(schema=SCHEMA), {"state": "queued", "n": size})
-            else:
-                conn.execute(FILL_SQL.format(schema=SCHEMA), {"state": "succeeded", "n": size})
                 conn.execute(FILL_SQL.format(schema=SCHEMA),
-                             {"state": "queued", "n": max(1, args.n // 100)})
+                             {"state": "queued", "n": size, "offset": 0})
+            else:
+                conn.execute(FILL_SQL.format(schema=SCHEMA),
+                             {"state": "succeeded", "n": size, "offset": 0})
+                conn.execute(FILL_SQL.format(schema=SCHEMA),
+                             {"state": "queued", "n": max(1, args.n // 100), "offset": size})
             conn.execute(f"VACUUM ANALYZE {SCHEMA}.jobs")
             build_s = time.perf_counter() - t0
             claim_ms, complete_ms = peer.runner.run(
@@ -261,7 +266,8 @@ def ceiling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
     for clients in sorted({1, max(1, args.concurrency or 2)}):
         with psycopg.connect(peer.dsn, autocommit=True) as conn:
             conn.execute(f"TRUNCATE {SCHEMA}.jobs")
-            conn.execute(FILL_SQL.format(schema=SCHEMA), {"state": "queued", "n": args.n})
+            conn.execute(FILL_SQL.format(schema=SCHEMA),
+                         {"state": "queued", "n": args.n, "offset": 0})
             conn.execute(f"VACUUM ANALYZE {SCHEMA}.jobs")
         per_client = max(1, args.n // (clients * args.batch))
         with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as fh:
