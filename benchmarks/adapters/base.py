@@ -57,17 +57,25 @@ class Adapter:
         for key, value in params.items():
             cmd += [f"--{key}", str(value)]
         workdir.mkdir(parents=True, exist_ok=True)
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                                  cwd=PEERS)
-        except subprocess.TimeoutExpired:
-            return {"ok": False, "error": f"timed out after {timeout:.0f}s"}
-        (workdir / f"{scenario}.stderr").write_text(proc.stderr)
-        for line in reversed(proc.stdout.strip().splitlines()):
+        stderr_path = workdir / f"{scenario}.stderr"
+        with open(stderr_path, "w") as stderr:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                    cwd=PEERS)
+            try:
+                stdout, _ = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.terminate()  # the script kills the workers it started, then exits
+                try:
+                    proc.communicate(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.communicate()
+                return {"ok": False, "error": f"timed out after {timeout:.0f}s"}
+        for line in reversed(stdout.strip().splitlines()):
             if line.startswith("{"):
                 try:
                     return json.loads(line)
                 except json.JSONDecodeError:
                     break
-        err = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        err = (stderr_path.read_text().strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         return {"ok": False, "error": f"no result line (exit {proc.returncode}): {err[:300]}"}

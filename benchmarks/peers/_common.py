@@ -42,6 +42,7 @@ def run_main(args: argparse.Namespace, make_peer: Callable[[argparse.Namespace],
     if handler is None:
         emit({"ok": False, "error": f"scenario {args.scenario!r} not supported"})
         sys.exit(2)
+    signal.signal(signal.SIGTERM, _terminate_spawned)  # driver only, never in a worker
     peer = None
     try:
         peer = make_peer(args)
@@ -155,16 +156,33 @@ def event_times(path: Path, kind: str) -> list[float]:
 
 
 # -- worker processes ---------------------------------------------------------------------
+#: every worker this script started (each in a process group of its own), so that a
+#: SIGTERM from the harness (its timeout) ends them too instead of orphaning them
+_SPAWNED: list[subprocess.Popen] = []
+
+
+def _terminate_spawned(signum: int, _frame: object) -> None:
+    for proc in _SPAWNED:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    sys.exit(128 + signum)
+
+
 def spawn(cmd: Sequence[str], env_extra: dict[str, str], log_path: Path,
           cwd: str | None = None) -> subprocess.Popen:
     env = dict(os.environ)
     env.update(env_extra)
     log = open(log_path, "ab")  # the child keeps its own copy
     try:
-        return subprocess.Popen(list(cmd), env=env, stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(list(cmd), env=env, stdout=log, stderr=subprocess.STDOUT,
                                 cwd=cwd, start_new_session=True)
     finally:
         log.close()
+    _SPAWNED.append(proc)
+    return proc
 
 
 def stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
