@@ -60,12 +60,12 @@ class HealthServer:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            status, content_type, body = await asyncio.wait_for(self._respond(reader),
-                                                                READ_TIMEOUT)
+            status, content_type, body, head_only = await asyncio.wait_for(
+                self._respond(reader), READ_TIMEOUT)
             head = (f"HTTP/1.0 {status} {_REASONS.get(status, '')}\r\n"
                     f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
                     "Connection: close\r\n\r\n")
-            writer.write(head.encode() + body)
+            writer.write(head.encode() + (b"" if head_only else body))
             await writer.drain()
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
             pass
@@ -74,16 +74,20 @@ class HealthServer:
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
 
-    async def _respond(self, reader: asyncio.StreamReader) -> tuple[int, str, bytes]:
+    async def _respond(self, reader: asyncio.StreamReader) -> tuple[int, str, bytes, bool]:
         request_line = await reader.readline()
         while (await reader.readline()) not in (b"\r\n", b"\n", b""):
             pass  # headers: not needed
         parts = request_line.decode("latin-1").split()
         if len(parts) < 2:
-            return 400, "text/plain", b"bad request\n"
+            return 400, "text/plain", b"bad request\n", False
         method, path = parts[0], parts[1].split("?", 1)[0]
         if method not in ("GET", "HEAD"):
-            return 405, "text/plain", b"method not allowed\n"
+            return 405, "text/plain", b"method not allowed\n", False
+        status, content_type, body = await self._route(path)
+        return status, content_type, body, method == "HEAD"
+
+    async def _route(self, path: str) -> tuple[int, str, bytes]:
         if path == "/live":
             return 200, "text/plain", b"ok\n"
         if path == "/ready":

@@ -169,6 +169,10 @@ class Worker:
             raise ConfigError(f"the registry {config.actors!r} has no actors")
         middleware = self._middleware + load_middleware(config.middleware)
         self.queues = list(config.queues) or sorted(registry.queues)
+        idle = sorted(set(self.queues) - registry.queues)
+        if idle:
+            log.warning("queues-without-actors", queues=idle,
+                        note="jobs there are dead/unknown_actor unless they name one of ours")
         store = create_store(config.dsn, config.schema)
         hb_store = create_store(config.dsn, config.schema)
         self.store = store
