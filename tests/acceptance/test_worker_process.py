@@ -102,6 +102,24 @@ async def test_sigterm_exits_0_nothing_running_nothing_lost(store, spawn, runs_f
     assert await store.list_workers() == []  # unregistered
 
 
+async def test_three_worker_processes_share_a_queue_and_run_each_job_once(store, spawn,
+                                                                          runs_file):
+    keys = [f"m{i}" for i in range(600)]
+    workers = [spawn("--max-concurrency", "4") for _ in range(3)]
+    for worker in workers:
+        worker.wait_for_event("worker-started")
+    async with AsyncClient(store=store) as client:
+        ids = await client.enqueue_many(actors.remember_sync, [((k,), {}) for k in keys])
+        jobs = await wait_for_states(store, ids, {"succeeded"}, timeout=90)
+    for worker in workers:
+        worker.signal(signal.SIGTERM)
+    assert [w.wait() for w in workers] == [exit_codes.OK] * 3
+    assert Counter(actors.runs(runs_file)) == Counter(keys)
+    assert all(j.attempts == 1 for j in jobs)
+    served_by = Counter(j.result["pid"] for j in jobs)
+    assert len(served_by) >= 2  # the work was shared, not one worker doing it all
+
+
 async def test_sigint_is_a_graceful_stop_too(store, spawn):
     worker = spawn()
     worker.wait_for_event("worker-started")

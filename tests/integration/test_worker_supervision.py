@@ -180,7 +180,7 @@ async def test_loop_lag_warning_names_the_blocking_actor(target, store):
                 await wait_for_states(store, [job_id], {"succeeded"})
     (warning, *_) = logs.events("event-loop-blocked")
     assert warning["running_actors"] == ["blocks_the_loop"]
-    assert metrics.loop_lag._value.get() >= 0
+    assert warning["blocked_for"] > 1.0  # logged while the loop was still stuck
 
 
 async def _async(value):

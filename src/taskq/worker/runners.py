@@ -82,8 +82,8 @@ class Executor:
 
     async def _run_here(self, job: ClaimedJob, plan: _Plan) -> Outcome:
         try:
-            args = _decode(job.args_json)
-            kwargs = _decode(job.kwargs_json)
+            args = [] if job.args_json == "[]" else _decode(job.args_json)
+            kwargs = {} if job.kwargs_json == "{}" else _decode(job.kwargs_json)
             if not isinstance(args, list) or not isinstance(kwargs, dict):
                 raise ValueError("arguments must be a JSON array and a JSON object")
         except ValueError as exc:
