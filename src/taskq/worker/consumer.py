@@ -31,7 +31,7 @@ class RunningJob:
 class Consumer:
     def __init__(self, index: int, *, buffer: JobBuffer, executor: Executor, acker: Acker,
                  running: dict[UUID, RunningJob], middleware: list[Middleware],
-                 stopping: Callable[[], bool], on_success: Callable[[], None]) -> None:
+                 stopping: Callable[[], bool], on_success: Callable[[], None] | None) -> None:
         self.index = index
         self._buffer = buffer
         self._executor = executor

@@ -14,7 +14,8 @@ never received would leave jobs running under this worker until their lease expi
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 from uuid import UUID
 
 from .. import metrics
@@ -82,13 +83,13 @@ class Fetcher:
         except StoreError as exc:
             await self._until(asyncio.sleep(self._backoff.failed(exc)))
 
-    async def _until(self, awaitable: object, timeout: float | None = None) -> None:
+    async def _until(self, awaitable: Coroutine[Any, Any, Any],
+                     timeout: float | None = None) -> None:
         """Await ``awaitable`` unless ``stop`` comes first (then it is cancelled)."""
         if self._stopped.is_set():
-            if asyncio.iscoroutine(awaitable):
-                awaitable.close()
+            awaitable.close()
             return
-        waiter = asyncio.ensure_future(awaitable)  # type: ignore[arg-type]
+        waiter = asyncio.ensure_future(awaitable)
         stopped = asyncio.ensure_future(self._stopped.wait())
         try:
             done, _ = await asyncio.wait({waiter, stopped}, timeout=timeout,

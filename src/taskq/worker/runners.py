@@ -72,13 +72,14 @@ class Executor:
             metrics.jobs_finished.labels(job.actor, OutcomeKind.DEAD.value).inc()
             return outcome
         started = time.perf_counter()
+        result: Outcome | None
         if plan.kind == CPU:
-            outcome = await self._cpu.run(job, plan.actor, self._result_max_bytes)
+            result = await self._cpu.run(job, plan.actor, self._result_max_bytes)
         else:
-            outcome = await self._run_here(job, plan)
+            result = await self._run_here(job, plan)
         plan.duration.observe(time.perf_counter() - started)
-        plan.finished["given_back" if outcome is None else outcome.kind.value].inc()
-        return outcome
+        plan.finished["given_back" if result is None else result.kind.value].inc()
+        return result
 
     async def _run_here(self, job: ClaimedJob, plan: _Plan) -> Outcome:
         try:

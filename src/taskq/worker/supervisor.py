@@ -43,7 +43,7 @@ class TaskSupervisor:
                                               burst_limit=10, burst_window=60.0)
         self._sleep = sleep
         self.members: dict[asyncio.Task[None], Consumer] = {}
-        self._restarts: dict[asyncio.Task[None], int] = {}
+        self._restarts: dict[asyncio.Task[None], int] = {}  # restart timers -> index
         self.restarts = 0
         self.stopping = False
         self._stop_requested = asyncio.Event()
@@ -63,7 +63,7 @@ class TaskSupervisor:
         metrics.pool_workers_configured.set(self.size)
         for index in range(self.size):
             self._spawn(index)
-        stop_waiter = asyncio.create_task(self._stop_requested.wait(), name="taskq-stop-wait")
+        stop_waiter = asyncio.create_task(self._wait_for_stop(), name="taskq-stop-wait")
         try:
             while not self.stopping:
                 done, _ = await asyncio.wait(
@@ -72,9 +72,8 @@ class TaskSupervisor:
                 for task in done:
                     if task in self._restarts:
                         self._restarted(task)
-                    elif task in self.members:
-                        if self._died(task):
-                            return SupervisorResult.GAVE_UP
+                    elif task in self.members and self._died(task):
+                        return SupervisorResult.GAVE_UP
             return SupervisorResult.STOPPED
         finally:
             stop_waiter.cancel()
@@ -83,6 +82,12 @@ class TaskSupervisor:
             if self._restarts:
                 await asyncio.gather(*self._restarts, return_exceptions=True)
             self._restarts.clear()
+
+    async def _wait_for_stop(self) -> None:
+        await self._stop_requested.wait()
+
+    async def _restart_timer(self, delay: float) -> None:
+        await self._sleep(delay)
 
     def _died(self, task: asyncio.Task[None]) -> bool:
         """A consumer ended; True when the crash-loop guard trips."""
@@ -113,7 +118,8 @@ class TaskSupervisor:
         log.warning("worker-restart-scheduled", consumer=consumer.index,
                     delay=round(decision.delay, 4), attempt=decision.attempt,
                     restarts_in_window=decision.recent)
-        timer = asyncio.create_task(self._sleep(decision.delay), name="taskq-restart-timer")
+        timer = asyncio.create_task(self._restart_timer(decision.delay),
+                                    name="taskq-restart-timer")
         self._restarts[timer] = consumer.index
         return False
 
