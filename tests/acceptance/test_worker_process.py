@@ -291,6 +291,19 @@ async def test_health_endpoints_on_a_tcp_port(store, spawn):
     assert worker.wait() == exit_codes.OK
 
 
+async def test_health_port_in_use_exits_1_with_one_line(store, spawn):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        worker = spawn("--health-port", str(taken.getsockname()[1]))
+        assert worker.wait() == exit_codes.CANNOT_START
+    (line,) = worker.events("worker-cannot-start")
+    assert "cannot serve health endpoints" in line["reason"]
+    assert await store.list_workers() == []  # nothing half-registered
+
+
 async def test_sighup_reloads_a_good_dsn_file_and_survives_a_bad_one(target, store, spawn,
                                                                     tmp_path):
     dsn_file = tmp_path / "dsn"

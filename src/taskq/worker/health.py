@@ -18,6 +18,7 @@ import stat
 from collections.abc import Awaitable, Callable
 
 from .. import metrics
+from ..exceptions import ConfigError
 from ..logs import get_logger
 
 log = get_logger(__name__)
@@ -40,6 +41,15 @@ class HealthServer:
         self.bound_port: int | None = None
 
     async def start(self) -> None:
+        """Start serving; a port or path that cannot be bound is a ConfigError."""
+        try:
+            await self._bind()
+        except OSError as exc:
+            where = self._socket_path or f"{self._host}:{self._port}"
+            raise ConfigError(f"cannot serve health endpoints on {where}: "
+                              f"{exc.strerror or exc}") from exc
+
+    async def _bind(self) -> None:
         if self._socket_path is not None:
             _remove_stale_socket(self._socket_path)
             self._server = await asyncio.start_unix_server(self._handle, self._socket_path)

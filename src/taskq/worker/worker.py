@@ -245,7 +245,9 @@ class Worker:
                                (sweeper.run(), "sweeper"), (lag.run(), "lag-monitor"),
                                (supervisor.run(), "supervisor"), (fetcher.run(), "fetcher")):
                 tasks[asyncio.create_task(coro, name=f"taskq-{name}")] = name
-            stop_waiter = asyncio.create_task(self._stop_event.wait(), name="taskq-stop")  # type: ignore[union-attr]
+            stop_event = self._stop_event
+            assert stop_event is not None  # set by run()
+            stop_waiter = asyncio.create_task(stop_event.wait(), name="taskq-stop")
             done, _ = await asyncio.wait({*tasks, stop_waiter},
                                          return_when=asyncio.FIRST_COMPLETED)
             stop_waiter.cancel()
