@@ -291,6 +291,23 @@ async def test_health_endpoints_on_a_tcp_port(store, spawn):
     assert worker.wait() == exit_codes.OK
 
 
+def test_unreachable_store_exits_1_with_one_line(target, spawn):
+    bad = ("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2" if target.kind == "postgres"
+           else "sqlite:////proc/no-such-dir/taskq.sqlite3")
+    worker = spawn(extra_env={"TASKQ_DSN": bad})
+    assert worker.wait() == exit_codes.CANNOT_START
+    lines = worker.log_path.read_text().splitlines()
+    assert len(lines) == 1 and '"worker-cannot-start"' in lines[0]
+    assert worker.events("worker-cannot-start")[0]["error"] == "StoreUnavailable"
+
+
+def test_unmigrated_store_exits_1_and_says_to_migrate(target, spawn):
+    worker = spawn()  # no `store` fixture: nothing migrated this schema / file
+    assert worker.wait() == exit_codes.CANNOT_START
+    (line,) = worker.events("worker-cannot-start")
+    assert "taskq migrate" in line["reason"]
+
+
 async def test_health_port_in_use_exits_1_with_one_line(store, spawn):
     import socket
 
