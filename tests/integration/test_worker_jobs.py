@@ -12,6 +12,7 @@ from taskq import AsyncClient
 from taskq.ids import uuid7
 from taskq.jobs import JobSpec
 from tests import worker_actors as actors
+from tests.helpers import async_wait_until
 from tests.worker_harness import running_worker, wait_for_states
 
 
@@ -91,3 +92,18 @@ async def test_large_result_is_dropped_and_job_still_succeeds(target, store):
             small_job, big_job = await wait_for_states(store, [small, big], {"succeeded"})
     assert small_job.result == "x" * 10
     assert big_job.result is None
+
+
+async def test_idle_worker_wakes_on_enqueue_not_on_the_poll_interval(target, store):
+    """LISTEN/NOTIFY on Postgres (commit detection on SQLite) wakes the fetcher: with a
+    60 s poll interval, jobs enqueued to an idle worker still run at once, again and again."""
+    async with AsyncClient(store=store) as client:
+        async with running_worker(target, poll_interval=60.0) as worker:
+            await async_wait_until(lambda: _claimed_once(worker), what="a first empty claim")
+            for i in range(3):
+                job_id = await client.enqueue(actors.remember, f"wake{i}")
+                await wait_for_states(store, [job_id], {"succeeded"}, timeout=20)
+
+
+async def _claimed_once(worker) -> bool:
+    return worker.fetcher is not None and worker.fetcher.claims >= 1

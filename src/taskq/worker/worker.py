@@ -90,6 +90,7 @@ class Worker:
         self.health: HealthServer | None = None
         self.acker: Acker | None = None
         self.heartbeat: Heartbeat | None = None
+        self.fetcher: Fetcher | None = None
         self.queues: list[str] = []
         self._owned: set[asyncio.Task[Any]] = set()
         self._reload_lock: asyncio.Lock | None = None
@@ -228,7 +229,7 @@ class Worker:
 
         supervisor = self.supervisor = TaskSupervisor(config.max_concurrency, spawn,
                                                       policy=self._restart_policy)
-        fetcher = Fetcher(store, self.id, self.queues, buffer, lease=config.lease,
+        fetcher = self.fetcher = Fetcher(store, self.id, self.queues, buffer, lease=config.lease,
                           poll_interval=config.poll_interval,
                           excluded_actors=lambda: cpu.excluded_actors,
                           can_claim=lambda: acker.pending < MAX_ACK_BACKLOG)
