@@ -173,3 +173,58 @@ def test_unmigrated_store_says_to_migrate(target: StoreTarget) -> None:
 def test_unreadable_dsn_file(sqlite_target: StoreTarget, tmp_path) -> None:
     env = sqlite_target.env | {"TASKQ_DSN_FILE": str(tmp_path / "missing")}
     assert_one_line_error(taskq(None, "jobs", "stats", env=env, check=False), "TASKQ_DSN_FILE")
+
+
+async def _make_dead(target: StoreTarget, count: int) -> list[str]:
+    """Enqueue ``count`` jobs on queue ``q`` and finish them as dead/failed, as a worker would."""
+    from taskq.client import AsyncClient
+    from taskq.ids import uuid7
+    from taskq.jobs import Outcome, OutcomeKind
+
+    async with AsyncClient(target.dsn, schema=target.schema) as client:
+        ids = await client.enqueue_many("doomed", [((n,), {}) for n in range(count)], queue="q")
+        worker = uuid7()
+        claimed = await client.store.claim(worker, ["q"], count, 30.0)
+        await client.store.complete(
+            worker,
+            [
+                Outcome(
+                    c.id, c.attempt, OutcomeKind.DEAD, error="ValueError: no", dead_reason="failed"
+                )
+                for c in claimed
+            ],
+        )
+    return [str(i) for i in ids]
+
+
+async def test_list_filters_and_retry_all_dead(migrated: StoreTarget) -> None:
+    dead = await _make_dead(migrated, 3)
+    taskq(migrated, "enqueue", "other", "--queue", "elsewhere")
+    listed = json.loads(taskq(migrated, "jobs", "list", "--state", "dead", "--json").stdout)
+    assert sorted(j["id"] for j in listed) == sorted(dead)
+    assert all(j["dead_reason"] == "failed" and j["last_error"] == "ValueError: no" for j in listed)
+    limited = json.loads(
+        taskq(migrated, "jobs", "list", "--queue", "q", "--limit", "2", "--json").stdout
+    )
+    assert len(limited) == 2 and {j["queue"] for j in limited} == {"q"}
+    human = taskq(migrated, "jobs", "list", "--state", "dead").stdout
+    assert all(job_id in human for job_id in dead) and "failed" in human
+    out = taskq(migrated, "jobs", "retry", "--all-dead")
+    assert out.stdout.strip() == "re-queued 3 dead job(s)"
+    stats = json.loads(taskq(migrated, "jobs", "stats", "--json").stdout)
+    assert stats["queued"] == 4 and stats["dead"] == 0
+    again = json.loads(taskq(migrated, "jobs", "show", dead[0], "--json").stdout)
+    assert again["attempts"] == 0 and again["dead_reason"] is None
+
+
+def test_retry_needs_ids_or_all_dead(migrated: StoreTarget) -> None:
+    assert_one_line_error(taskq(migrated, "jobs", "retry", check=False), "--all-dead")
+
+
+async def test_retry_a_queued_job_is_refused_but_others_proceed(migrated: StoreTarget) -> None:
+    (dead,) = await _make_dead(migrated, 1)
+    queued = taskq(migrated, "enqueue", "a").stdout.strip()
+    proc = taskq(migrated, "jobs", "retry", queued, dead, check=False)
+    assert proc.returncode == 1
+    assert_one_line_error(proc, "only dead or cancelled jobs can be retried")
+    assert f"re-queued {dead}" in proc.stdout
