@@ -34,3 +34,9 @@ def cpu_exit_once(key: str) -> None:
 def cpu_raises(key: str) -> None:
     record("run", key)
     raise KeyError(key)
+
+
+@registry.actor
+async def ping(key: str) -> str:
+    """Not cpu_bound: keeps running while the pool's breaker is open."""
+    return key

@@ -440,3 +440,30 @@ async def test_cpu_actor_that_exits_is_crashed_then_poison_and_the_pool_serves_o
     assert raises_job.dead_reason == "failed" and raises_job.attempts == 2
     assert raises_job.crash_count == 0 and "KeyError" in raises_job.last_error
     assert after_job.result == 64
+
+
+async def test_open_pool_breaker_leaves_cpu_jobs_queued_uncharged_others_run(store, spawn,
+                                                                           tmp_path):
+    """Six pool processes die within the window (more than the breaker's threshold of
+    five): the pool's breaker opens, the worker stops claiming cpu_bound jobs (they stay
+    queued, never claimed, no attempt charged) and keeps running every other actor."""
+    sock = str(tmp_path / "health.sock")
+    worker = spawn("--actors", "tests.worker_cpu_actors:registry", "--cpu-workers", "2",
+                   "--health-socket-path", sock)
+    worker.wait_for_event("worker-started")
+    async with AsyncClient(store=store) as client:
+        crashers = [await client.enqueue_with("cpu_exit_once", [f"b{i}"]) for i in range(6)]
+        await wait_for_states(store, crashers, {"dead"}, timeout=60)
+        worker.wait_for_event("process_pool_breaker_open")
+        paused = await client.enqueue_with("cpu_square", [9])
+        other = await client.enqueue_with("ping", ["still here"])
+        (other_job,) = await wait_for_states(store, [other], {"succeeded"})
+        paused_job = await client.get(paused)
+        _, text = http_get_sync("/metrics", socket_path=sock)
+        worker.signal(signal.SIGTERM)
+        assert worker.wait() == exit_codes.OK
+    assert other_job.result == "still here"
+    assert paused_job.state == "queued" and paused_job.attempts == 0
+    assert "taskq_process_pool_breaker_open 1.0" in text
+    # never claimed: not claimed-and-given-back over and over while the breaker is open
+    assert 'taskq_jobs_finished_total{actor="cpu_square",outcome="given_back"} 0.0' in text
