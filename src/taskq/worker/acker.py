@@ -28,7 +28,7 @@ log = get_logger(__name__)
 
 
 class Acker:
-    def __init__(self, store: Store, worker_id: UUID, *, max_batch: int = 1000,
+    def __init__(self, store: Store, worker_id: UUID, *, max_batch: int = 200,
                  linger: float = 0.002) -> None:
         self._store = store
         self._worker_id = worker_id

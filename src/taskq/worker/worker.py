@@ -49,7 +49,7 @@ log = get_logger(__name__)
 
 READY_PING_TIMEOUT = 2.0
 ACK_FLUSH_TIMEOUT = 10.0
-MAX_ACK_BACKLOG = 10_000
+MAX_ACK_BACKLOG = 1000
 
 
 def validate(config: WorkerConfig) -> None:
