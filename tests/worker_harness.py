@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -122,9 +121,6 @@ class WorkerProcess:
             self.proc.send_signal(signal.SIGKILL)
         self.wait(10)
 
-
-def deadline(seconds: float) -> float:
-    return time.monotonic() + seconds
 
 
 def _request(path: str) -> bytes:
