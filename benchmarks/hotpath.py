@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 
 from . import pgadmin, venvs
@@ -36,6 +37,8 @@ def summarise(raw: Path, top: int) -> str:
             continue
         count = int(count_s)
         frames = stack.split(";")
+        if any(f.startswith("Thread._bootstrap (threading.py") for f in frames):
+            continue  # helper threads (lag monitor, ...): the event loop's thread only
         total += count
         leaf = frames[-1]
         if ("select" in leaf and ("selectors.py" in leaf or "(select)" in leaf)) \
@@ -44,7 +47,7 @@ def summarise(raw: Path, top: int) -> str:
         own[leaf] += count
         for frame in set(frames):
             inclusive[frame] += count
-    lines = [f"samples: {total}; in the event loop's select/epoll (idle): "
+    lines = [f"event-loop thread samples: {total}; waiting in select/epoll (idle): "
              f"{idle / max(total, 1):.0%}", "", "own time:"]
     lines += [f"  {c / total:6.1%}  {f}" for f, c in own.most_common(top)]
     lines += ["", "inclusive time:"]
@@ -52,7 +55,10 @@ def summarise(raw: Path, top: int) -> str:
     return "\n".join(lines)
 
 
-def worker_cmd(peer, ns: argparse.Namespace, prefetch: int | None) -> list[str]:
+def worker_cmd(peer, ns: argparse.Namespace, prefetch: int | None,
+               trace: bool = False) -> list[str]:
+    if trace:
+        return [sys.executable, str(PEERS / "taskq_traced_worker.py")]
     if prefetch is None:
         return peer.worker_cmd(ns)
     concurrency = ns.concurrency or 10
@@ -75,6 +81,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="run the worker through the Python API with WorkerConfig(prefetch=N) "
                         "(no CLI flag exists): what claiming ahead of free consumers buys")
     p.add_argument("--no-profile", action="store_true", help="time the drain only")
+    p.add_argument("--trace", action="store_true",
+                   help="time the worker's store.claim / store.complete calls "
+                        "(peers/taskq_traced_worker.py) instead of sampling")
+    p.add_argument("--complete-unprepared", action="store_true",
+                   help="with --trace: send store.complete unprepared (custom plans)")
+    p.add_argument("--pg-options", default="",
+                   help="libpq options for the worker's connections, e.g. "
+                        "'-c synchronous_commit=off' (the store appends its own)")
     args = p.parse_args(argv)
 
     built = venvs.ensure("profile", PROFILER_REQUIREMENTS)
@@ -94,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             print("hotpath: TASKQ_BENCH_PG_DSN is not set", file=sys.stderr)
             return 2
         dsn = pgadmin.recreate(admin, "bench_hotpath")
+        if args.pg_options:
+            dsn += "?options=" + urllib.parse.quote(args.pg_options)
 
     sys.path.insert(0, str(PEERS))
     import _common
@@ -107,12 +123,21 @@ def main(argv: list[str] | None = None) -> int:
         events.unlink(missing_ok=True)
         env = {_common.EVENTS_ENV: str(events), _common.EXPECT_ENV: str(args.n),
                **peer.worker_env()}
-        worker = _common.spawn(worker_cmd(peer, ns, args.prefetch), env, OUT / "worker.log")
+        trace = OUT / "trace.json"
+        trace.unlink(missing_ok=True)
+        env.update({"BENCH_TRACE": str(trace), "BENCH_CONCURRENCY": str(args.concurrency or 10),
+                    "BENCH_COMPLETE_UNPREPARED": "1" if args.complete_unprepared else "0"})
+        worker = _common.spawn(worker_cmd(peer, ns, args.prefetch, args.trace), env,
+                               OUT / "worker.log")
         raw = OUT / (f"drain-{'sqlite' if args.sqlite else 'pg'}-c{args.concurrency}"
                      f"-p{args.prefetch}.txt")
-        spy = None if args.no_profile else subprocess.Popen(
+        # attach once the drain has begun (start-up imports are not the hot path);
+        # --idle keeps the samples where the worker waits, so shares are of wall time
+        _common.wait_for(lambda: _common.event_times(events, "first")
+                         or worker.poll() is not None, 120, "the first job", 0.005)
+        spy = None if args.no_profile or args.trace else subprocess.Popen(
             [str(py_spy), "record", "--pid", str(worker.pid), "--rate", str(args.rate),
-             "--format", "raw", "--output", str(raw), "--nonblocking"],
+             "--format", "raw", "--output", str(raw), "--nonblocking", "--idle"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             _common.wait_for(lambda: _common.event_times(events, "last")
@@ -132,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
                     spy.kill()
                     spy.wait()
             _common.stop(worker)
+        if args.trace and trace.exists():
+            print(trace.read_text().strip())
         if spy is None:
             return 0
         time.sleep(0.1)
