@@ -41,32 +41,38 @@ def summarise(raw: Path, top: int) -> str:
             continue  # helper threads (lag monitor, ...): the event loop's thread only
         total += count
         leaf = frames[-1]
-        if ("select" in leaf and ("selectors.py" in leaf or "(select)" in leaf)) \
-                or "epoll" in leaf:
+        if ("select" in leaf and ("selectors.py" in leaf or "(select)" in leaf)) or "epoll" in leaf:
             idle += count
         own[leaf] += count
         for frame in set(frames):
             inclusive[frame] += count
-    lines = [f"event-loop thread samples: {total}; waiting in select/epoll (idle): "
-             f"{idle / max(total, 1):.0%}", "", "own time:"]
+    lines = [
+        f"event-loop thread samples: {total}; waiting in select/epoll (idle): "
+        f"{idle / max(total, 1):.0%}",
+        "",
+        "own time:",
+    ]
     lines += [f"  {c / total:6.1%}  {f}" for f, c in own.most_common(top)]
     lines += ["", "inclusive time:"]
     lines += [f"  {c / total:6.1%}  {f}" for f, c in inclusive.most_common(top)]
     return "\n".join(lines)
 
 
-def worker_cmd(peer, ns: argparse.Namespace, prefetch: int | None,
-               trace: bool = False) -> list[str]:
+def worker_cmd(
+    peer, ns: argparse.Namespace, prefetch: int | None, trace: bool = False
+) -> list[str]:
     if trace:
         return [sys.executable, str(PEERS / "taskq_traced_worker.py")]
     if prefetch is None:
         return peer.worker_cmd(ns)
     concurrency = ns.concurrency or 10
-    code = ("import sys\n"
-            "from taskq.worker.config import WorkerConfig\n"
-            "from taskq.worker.main import run\n"
-            f"sys.exit(run(WorkerConfig(actors='taskq_actors:registry', "
-            f"max_concurrency={concurrency}, prefetch={prefetch})))\n")
+    code = (
+        "import sys\n"
+        "from taskq.worker.config import WorkerConfig\n"
+        "from taskq.worker.main import run\n"
+        f"sys.exit(run(WorkerConfig(actors='taskq_actors:registry', "
+        f"max_concurrency={concurrency}, prefetch={prefetch})))\n"
+    )
     return [sys.executable, "-c", code]
 
 
@@ -77,18 +83,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     p.add_argument("--top", type=int, default=30)
     p.add_argument("--sqlite", action="store_true", help="profile the SQLite store")
-    p.add_argument("--prefetch", type=int, default=None,
-                   help="run the worker through the Python API with WorkerConfig(prefetch=N) "
-                        "(no CLI flag exists): what claiming ahead of free consumers buys")
+    p.add_argument(
+        "--prefetch",
+        type=int,
+        default=None,
+        help="run the worker through the Python API with WorkerConfig(prefetch=N) "
+        "(no CLI flag exists): what claiming ahead of free consumers buys",
+    )
     p.add_argument("--no-profile", action="store_true", help="time the drain only")
-    p.add_argument("--trace", action="store_true",
-                   help="time the worker's store.claim / store.complete calls "
-                        "(peers/taskq_traced_worker.py) instead of sampling")
-    p.add_argument("--complete-unprepared", action="store_true",
-                   help="with --trace: send store.complete unprepared (custom plans)")
-    p.add_argument("--pg-options", default="",
-                   help="libpq options for the worker's connections, e.g. "
-                        "'-c synchronous_commit=off' (the store appends its own)")
+    p.add_argument(
+        "--trace",
+        action="store_true",
+        help="time the worker's store.claim / store.complete calls "
+        "(peers/taskq_traced_worker.py) instead of sampling",
+    )
+    p.add_argument(
+        "--complete-unprepared",
+        action="store_true",
+        help="with --trace: send store.complete unprepared (custom plans)",
+    )
+    p.add_argument(
+        "--pg-options",
+        default="",
+        help="libpq options for the worker's connections, e.g. "
+        "'-c synchronous_commit=off' (the store appends its own)",
+    )
     args = p.parse_args(argv)
 
     built = venvs.ensure("profile", PROFILER_REQUIREMENTS)
@@ -121,33 +140,71 @@ def main(argv: list[str] | None = None) -> int:
         peer.enqueue_keys([str(i) for i in range(args.n)], 1000)
         events = OUT / "drain.events"
         events.unlink(missing_ok=True)
-        env = {_common.EVENTS_ENV: str(events), _common.EXPECT_ENV: str(args.n),
-               **peer.worker_env()}
+        env = {
+            _common.EVENTS_ENV: str(events),
+            _common.EXPECT_ENV: str(args.n),
+            **peer.worker_env(),
+        }
         trace = OUT / "trace.json"
         trace.unlink(missing_ok=True)
-        env.update({"BENCH_TRACE": str(trace), "BENCH_CONCURRENCY": str(args.concurrency or 10),
-                    "BENCH_COMPLETE_UNPREPARED": "1" if args.complete_unprepared else "0"})
-        worker = _common.spawn(worker_cmd(peer, ns, args.prefetch, args.trace), env,
-                               OUT / "worker.log")
-        raw = OUT / (f"drain-{'sqlite' if args.sqlite else 'pg'}-c{args.concurrency}"
-                     f"-p{args.prefetch}.txt")
+        env.update(
+            {
+                "BENCH_TRACE": str(trace),
+                "BENCH_CONCURRENCY": str(args.concurrency or 10),
+                "BENCH_COMPLETE_UNPREPARED": "1" if args.complete_unprepared else "0",
+            }
+        )
+        worker = _common.spawn(
+            worker_cmd(peer, ns, args.prefetch, args.trace), env, OUT / "worker.log"
+        )
+        raw = OUT / (
+            f"drain-{'sqlite' if args.sqlite else 'pg'}-c{args.concurrency}-p{args.prefetch}.txt"
+        )
         # attach once the drain has begun (start-up imports are not the hot path);
         # --idle keeps the samples where the worker waits, so shares are of wall time
-        _common.wait_for(lambda: _common.event_times(events, "first")
-                         or worker.poll() is not None, 120, "the first job", 0.005)
-        spy = None if args.no_profile or args.trace else subprocess.Popen(
-            [str(py_spy), "record", "--pid", str(worker.pid), "--rate", str(args.rate),
-             "--format", "raw", "--output", str(raw), "--nonblocking", "--idle"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _common.wait_for(
+            lambda: _common.event_times(events, "first") or worker.poll() is not None,
+            120,
+            "the first job",
+            0.005,
+        )
+        spy = (
+            None
+            if args.no_profile or args.trace
+            else subprocess.Popen(
+                [
+                    str(py_spy),
+                    "record",
+                    "--pid",
+                    str(worker.pid),
+                    "--rate",
+                    str(args.rate),
+                    "--format",
+                    "raw",
+                    "--output",
+                    str(raw),
+                    "--nonblocking",
+                    "--idle",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+        )
         try:
-            _common.wait_for(lambda: _common.event_times(events, "last")
-                             or worker.poll() is not None, 600, "the drain", 0.05)
+            _common.wait_for(
+                lambda: _common.event_times(events, "last") or worker.poll() is not None,
+                600,
+                "the drain",
+                0.05,
+            )
             first = _common.event_times(events, "first")
             last = _common.event_times(events, "last")
             if first and last:
-                print(f"drained {args.n} jobs in {last[0] - first[0]:.2f} s "
-                      f"({args.n / (last[0] - first[0]):,.0f} jobs/s"
-                      f"{'' if spy is None else ', under the profiler'})")
+                print(
+                    f"drained {args.n} jobs in {last[0] - first[0]:.2f} s "
+                    f"({args.n / (last[0] - first[0]):,.0f} jobs/s"
+                    f"{'' if spy is None else ', under the profiler'})"
+                )
         finally:
             if spy is not None:
                 spy.send_signal(signal.SIGINT)
@@ -163,9 +220,11 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         time.sleep(0.1)
         if not raw.exists():
-            print("hotpath: py-spy wrote nothing: "
-                  + (spy.stderr.read().decode(errors="replace")[-300:] if spy.stderr else ""),
-                  file=sys.stderr)
+            print(
+                "hotpath: py-spy wrote nothing: "
+                + (spy.stderr.read().decode(errors="replace")[-300:] if spy.stderr else ""),
+                file=sys.stderr,
+            )
             return 1
         print(summarise(raw, args.top))
         print(f"\nraw stacks: {raw}")

@@ -56,14 +56,21 @@ def main(argv: list[str] | None = None) -> int:
     observer.start()
     events = OUT / "latency.events"
     events.unlink(missing_ok=True)
-    worker = _common.spawn(peer.worker_cmd(ns), {_common.EVENTS_ENV: str(events),
-                                                 **peer.worker_env()}, OUT / "worker.log")
+    worker = _common.spawn(
+        peer.worker_cmd(ns),
+        {_common.EVENTS_ENV: str(events), **peer.worker_env()},
+        OUT / "worker.log",
+    )
     calls: list[tuple[float, float]] = []
     try:
         listening.wait(10)
         peer.enqueue_one("warm")
-        _common.wait_for(lambda: any(k == "start" for k, *_ in _common.read_events(events)),
-                         60, "the warm-up job", 0.05)
+        _common.wait_for(
+            lambda: any(k == "start" for k, *_ in _common.read_events(events)),
+            60,
+            "the warm-up job",
+            0.05,
+        )
         time.sleep(1.0)
         notified.clear()
         tick = time.monotonic()
@@ -73,8 +80,12 @@ def main(argv: list[str] | None = None) -> int:
             calls.append((t_call, time.time()))
             tick += args.interval
             time.sleep(max(0.0, tick - time.monotonic()))
-        _common.wait_for(lambda: sum(k == "start" for k, *_ in _common.read_events(events))
-                         > args.n, 60, "every job to start", 0.05)
+        _common.wait_for(
+            lambda: sum(k == "start" for k, *_ in _common.read_events(events)) > args.n,
+            60,
+            "every job to start",
+            0.05,
+        )
         time.sleep(0.3)
     finally:
         _common.stop(worker)
@@ -84,13 +95,17 @@ def main(argv: list[str] | None = None) -> int:
         pgadmin.drop(admin, "bench_latency")
     starts = {key: t for kind, key, t, _pid in _common.read_events(events) if kind == "start"}
     if len(notified) != args.n:
-        print(f"observer saw {len(notified)} notifications for {args.n} enqueues; "
-              "cannot pair them", file=sys.stderr)
+        print(
+            f"observer saw {len(notified)} notifications for {args.n} enqueues; cannot pair them",
+            file=sys.stderr,
+        )
         return 1
-    parts: dict[str, list[float]] = {"enqueue call -> returned (insert + commit)": [],
-                                     "enqueue call -> NOTIFY at a listener": [],
-                                     "NOTIFY at a listener -> job start": [],
-                                     "enqueue call -> job start (scenario c)": []}
+    parts: dict[str, list[float]] = {
+        "enqueue call -> returned (insert + commit)": [],
+        "enqueue call -> NOTIFY at a listener": [],
+        "NOTIFY at a listener -> job start": [],
+        "enqueue call -> job start (scenario c)": [],
+    }
     for i, ((t_call, t_ret), t_note) in enumerate(zip(calls, notified, strict=True)):
         t_start = starts[f"j{i}"]
         values = (t_ret - t_call, t_note - t_call, t_start - t_note, t_start - t_call)
@@ -98,9 +113,11 @@ def main(argv: list[str] | None = None) -> int:
             parts[key].append(v * 1000.0)
     print(f"{args.n} jobs, {args.interval * 1000:.0f} ms apart, idle taskq worker (defaults)")
     for key, values in parts.items():
-        print(f"  {key:<46} p50 {_common.percentile(values, 50):6.2f} ms   "
-              f"p90 {_common.percentile(values, 90):6.2f} ms   "
-              f"p99 {_common.percentile(values, 99):6.2f} ms")
+        print(
+            f"  {key:<46} p50 {_common.percentile(values, 50):6.2f} ms   "
+            f"p90 {_common.percentile(values, 90):6.2f} ms   "
+            f"p99 {_common.percentile(values, 99):6.2f} ms"
+        )
     return 0
 
 

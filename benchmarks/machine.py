@@ -33,11 +33,19 @@ def describe(pg_version: str | None) -> dict[str, object]:
         redis = "Redis " + version[0][2:] if version else out.stdout.strip()
     pgbench = None
     if shutil.which("pgbench"):
-        pgbench = subprocess.run(["pgbench", "--version"], capture_output=True,
-                                 text=True).stdout.strip().split(" (Debian")[0]
+        pgbench = (
+            subprocess.run(["pgbench", "--version"], capture_output=True, text=True)
+            .stdout.strip()
+            .split(" (Debian")[0]
+        )
     return {
-        "nproc": os.cpu_count(), "memory_gib": mem_gib, "cpu": cpu,
-        "kernel": platform.release(), "python": sys.version.split()[0],
-        "postgres": pg_version, "redis": redis, "pgbench": pgbench,
+        "nproc": os.cpu_count(),
+        "memory_gib": mem_gib,
+        "cpu": cpu,
+        "kernel": platform.release(),
+        "python": sys.version.split()[0],
+        "postgres": pg_version,
+        "redis": redis,
+        "pgbench": pgbench,
         "sqlite": __import__("sqlite3").sqlite_version,
     }

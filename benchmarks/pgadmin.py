@@ -18,16 +18,18 @@ def dsn_for(admin_dsn: str, database: str) -> str:
 
 def recreate(admin_dsn: str, database: str) -> str:
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(database)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database))
+        )
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
     return dsn_for(admin_dsn, database)
 
 
 def drop(admin_dsn: str, database: str) -> None:
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(database)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database))
+        )
 
 
 def server_version(admin_dsn: str) -> str:

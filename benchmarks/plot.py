@@ -15,8 +15,14 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-COLOURS = {"taskq": "#1b7837", "taskq-sqlite": "#5aae61", "pgqueuer": "#2166ac",
-           "procrastinate": "#b2182b", "dramatiq": "#e08214", "huey": "#8073ac"}
+COLOURS = {
+    "taskq": "#1b7837",
+    "taskq-sqlite": "#5aae61",
+    "pgqueuer": "#2166ac",
+    "procrastinate": "#b2182b",
+    "dramatiq": "#e08214",
+    "huey": "#8073ac",
+}
 
 
 def _label(out: dict, system: str) -> str:
@@ -41,8 +47,10 @@ def _save(fig, ax, path: Path, *, legend: bool = False) -> bool:
 
 
 def throughput_vs_concurrency(out: dict, path: Path) -> bool:
-    sweep = sorted((c for c in out["cases"] if c.startswith("sweep_c")),
-                   key=lambda c: int(c.removeprefix("sweep_c")))
+    sweep = sorted(
+        (c for c in out["cases"] if c.startswith("sweep_c")),
+        key=lambda c: int(c.removeprefix("sweep_c")),
+    )
     if not sweep:
         return False
     fig, ax = plt.subplots(figsize=(7, 4.2))
@@ -66,23 +74,29 @@ def throughput_vs_concurrency(out: dict, path: Path) -> bool:
 
 
 def drain_and_enqueue(out: dict, path: Path) -> bool:
-    bars = [("enqueue", "batch_per_s", "batch enqueue"),
-            ("enqueue", "single_per_s", "single enqueue"),
-            ("drain_default", "jobs_per_s", "drain, default conc."),
-            ("drain_32", "jobs_per_s", "drain, conc. 32")]
+    bars = [
+        ("enqueue", "batch_per_s", "batch enqueue"),
+        ("enqueue", "single_per_s", "single enqueue"),
+        ("drain_default", "jobs_per_s", "drain, default conc."),
+        ("drain_32", "jobs_per_s", "drain, conc. 32"),
+    ]
     bars = [b for b in bars if b[0] in out["cases"]]
     if not bars:
         return False
-    systems = [s for s in COLOURS if s != "taskq-sqlite" and s != "huey"
-               and any(_summary(out, c, s, k) for c, k, _ in bars)]
+    systems = [
+        s
+        for s in COLOURS
+        if s != "taskq-sqlite" and s != "huey" and any(_summary(out, c, s, k) for c, k, _ in bars)
+    ]
     fig, axes = plt.subplots(1, len(bars), figsize=(3.2 * len(bars), 4))
     axes = axes if len(bars) > 1 else [axes]
     for ax, (case, key, title) in zip(axes, bars, strict=True):
         vals = [(_summary(out, case, s, key) or 0.0) for s in systems]
         ax.bar(range(len(systems)), vals, color=[COLOURS[s] for s in systems])
         ax.set_xticks(range(len(systems)))
-        ax.set_xticklabels([out["systems"][s]["label"] for s in systems], rotation=30,
-                           ha="right", fontsize=8)
+        ax.set_xticklabels(
+            [out["systems"][s]["label"] for s in systems], rotation=30, ha="right", fontsize=8
+        )
         ax.set_title(title, fontsize=10)
         ax.set_ylabel("jobs/s")
         ax.grid(True, axis="y", alpha=0.3)
@@ -104,30 +118,43 @@ def latency_percentiles(out: dict, path: Path) -> bool:
         for key, _ in keys:
             per_run = sorted(r[key] for r in runs if key in r)
             vals.append(per_run[len(per_run) // 2] if per_run else 0.0)
-        ax.bar([k + i * width for k in range(len(keys))], vals, width,
-               label=_label(out, system), color=COLOURS[system])
+        ax.bar(
+            [k + i * width for k in range(len(keys))],
+            vals,
+            width,
+            label=_label(out, system),
+            color=COLOURS[system],
+        )
     ax.set_xticks([k + width * (len(systems) - 1) / 2 for k in range(len(keys))])
     ax.set_xticklabels([name for _, name in keys])
     ax.set_yscale("log")
     ax.set_ylabel("enqueue -> start (ms, log scale)")
     params = case.get("params", {})
-    ax.set_title(f"Latency to an idle worker ({params.get('n', '?')} jobs, "
-                 f"{float(params.get('interval', 0)) * 1000:.0f} ms apart)")
+    ax.set_title(
+        f"Latency to an idle worker ({params.get('n', '?')} jobs, "
+        f"{float(params.get('interval', 0)) * 1000:.0f} ms apart)"
+    )
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
     return _save(fig, None, path)
 
 
 def claim_scaling(out: dict, path: Path) -> bool:
-    runs = [r for r in out["cases"].get("claim_scaling", {}).get("results", {})
-            .get("taskq", []) if r.get("ok")]
+    runs = [
+        r
+        for r in out["cases"].get("claim_scaling", {}).get("results", {}).get("taskq", [])
+        if r.get("ok")
+    ]
     if not runs:
         return False
     sizes = runs[0]["sizes"]
     labels = [k.replace("_", " ") for k in sizes]
     fig, ax = plt.subplots(figsize=(7, 4))
-    for key, name in (("claim_p50_ms", "claim p50"), ("claim_p99_ms", "claim p99"),
-                      ("complete_p50_ms", "complete p50")):
+    for key, name in (
+        ("claim_p50_ms", "claim p50"),
+        ("claim_p99_ms", "claim p99"),
+        ("complete_p50_ms", "complete p50"),
+    ):
         vals = []
         for size in sizes:
             per_run = sorted(r["sizes"][size][key] for r in runs)
@@ -139,8 +166,9 @@ def claim_scaling(out: dict, path: Path) -> bool:
 
 
 def rss_over_time(out: dict, path: Path) -> bool:
-    runs = [r for r in out["cases"].get("rss", {}).get("results", {}).get("taskq", [])
-            if r.get("ok")]
+    runs = [
+        r for r in out["cases"].get("rss", {}).get("results", {}).get("taskq", []) if r.get("ok")
+    ]
     if not runs:
         return False
     samples = runs[0]["samples"]

@@ -29,8 +29,10 @@ def summarise(case: Case, results: dict[str, list[dict]], quick: bool) -> dict:
         stuck = [r for r in runs if r.get("ok") and r.get("recovered") is False]
         if stuck:
             r = stuck[0]
-            row["note"] = (f"{r.get('rerun')}/{r.get('inflight')} re-run within "
-                           f"{r.get('observed_s'):.0f} s: {r.get('what_happens')}")
+            row["note"] = (
+                f"{r.get('rerun')}/{r.get('inflight')} re-run within "
+                f"{r.get('observed_s'):.0f} s: {r.get('what_happens')}"
+            )
         out[system] = row
     return out
 
@@ -43,9 +45,13 @@ def ratios(case: Case, results: dict[str, list[dict]], quick: bool) -> dict:
         runs = results.get(peer, [])
         row = {}
         for m in case.metrics_for(quick):
-            pairs = [(a, b) for a, b in zip(_values(case, subject, m.key),
-                                            _values(case, runs, m.key), strict=False)
-                     if a is not None and b]
+            pairs = [
+                (a, b)
+                for a, b in zip(
+                    _values(case, subject, m.key), _values(case, runs, m.key), strict=False
+                )
+                if a is not None and b
+            ]
             if pairs:
                 row[m.key] = statistics.median(a / b for a, b in pairs)
         if row:
@@ -63,9 +69,11 @@ def derived(cases: dict[str, dict]) -> dict:
         ceiling = case["summary"].get("taskq", {}).get("jobs_per_s")
         drain = cases[compare]["summary"].get("taskq", {}).get("jobs_per_s")
         if ceiling and drain:
-            out[f"{compare}_of_{cid}"] = {"drain_jobs_per_s": drain,
-                                          "ceiling_jobs_per_s": ceiling,
-                                          "fraction": drain / ceiling}
+            out[f"{compare}_of_{cid}"] = {
+                "drain_jobs_per_s": drain,
+                "ceiling_jobs_per_s": ceiling,
+                "fraction": drain / ceiling,
+            }
     return out
 
 
@@ -126,18 +134,24 @@ def table(out: dict, quick: bool) -> str:
                     row.append("failed " + footnote(summary["errors"][0][:300]))
                 else:
                     row.append("-")
-            ratio_bits = [f"{out['systems'][p]['label']} {r[m.key]:.2f}x"
-                          for p, r in case["ratios"].items() if m.key in r]
+            ratio_bits = [
+                f"{out['systems'][p]['label']} {r[m.key]:.2f}x"
+                for p, r in case["ratios"].items()
+                if m.key in r
+            ]
             row.append(", ".join(ratio_bits))
             rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
-             for r in rows]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     for key, d in out.get("derived", {}).items():
-        lines.append(f"{key}: taskq drain {d['drain_jobs_per_s']:,.0f} jobs/s = "
-                     f"{d['fraction']:.0%} of the pgbench ceiling "
-                     f"{d['ceiling_jobs_per_s']:,.0f} jobs/s")
+        lines.append(
+            f"{key}: taskq drain {d['drain_jobs_per_s']:,.0f} jobs/s = "
+            f"{d['fraction']:.0%} of the pgbench ceiling "
+            f"{d['ceiling_jobs_per_s']:,.0f} jobs/s"
+        )
     lines += [f"[{i}] {text}" for i, text in enumerate(footnotes, start=1)]
     return "\n".join(lines)
 
@@ -168,9 +182,13 @@ def markdown(out: dict, quick: bool) -> str:
         state = info["version"] if info["available"] else f"unavailable: {info['error']}"
         lines.append(f"- {info['label']}: {state} — {info['defaults']}")
     systems = ordered_systems(out)
-    lines += ["", "| metric | " + " | ".join(out["systems"][s]["label"] for s in systems)
-              + " | taskq / peer (median of per-run ratios) |",
-              "|---|" + "---:|" * len(systems) + "---|"]
+    lines += [
+        "",
+        "| metric | "
+        + " | ".join(out["systems"][s]["label"] for s in systems)
+        + " | taskq / peer (median of per-run ratios) |",
+        "|---|" + "---:|" * len(systems) + "---|",
+    ]
     footnotes: list[str] = []
 
     def footnote(text: str) -> str:
@@ -197,11 +215,15 @@ def markdown(out: dict, quick: bool) -> str:
                     cells.append(footnote("failed: " + summary["errors"][0][:300]))
                 else:
                     cells.append("-")
-            ratio = ", ".join(f"{out['systems'][p]['label']} {r[metric.key]:.2f}x"
-                              for p, r in case["ratios"].items() if metric.key in r)
+            ratio = ", ".join(
+                f"{out['systems'][p]['label']} {r[metric.key]:.2f}x"
+                for p, r in case["ratios"].items()
+                if metric.key in r
+            )
             runs = case["runs"]
-            label = f"{metric.label} ({metric.unit}{better})" + ("" if runs == out["runs"]
-                                                                  else f", {runs} run")
+            label = f"{metric.label} ({metric.unit}{better})" + (
+                "" if runs == out["runs"] else f", {runs} run"
+            )
             lines.append(f"| {label} | " + " | ".join(cells) + f" | {ratio} |")
     for text_i, text in enumerate(footnotes, start=1):
         lines.append("")
@@ -209,9 +231,11 @@ def markdown(out: dict, quick: bool) -> str:
     if out.get("derived"):
         lines.append("")
         for key, d in out["derived"].items():
-            lines.append(f"- ceiling: {key.replace('_of_', ' vs ')}: taskq drains "
-                         f"{d['drain_jobs_per_s']:,.0f} jobs/s = **{d['fraction']:.0%}** of "
-                         f"pgbench's {d['ceiling_jobs_per_s']:,.0f} jobs/s")
+            lines.append(
+                f"- ceiling: {key.replace('_of_', ' vs ')}: taskq drains "
+                f"{d['drain_jobs_per_s']:,.0f} jobs/s = **{d['fraction']:.0%}** of "
+                f"pgbench's {d['ceiling_jobs_per_s']:,.0f} jobs/s"
+            )
     lines += ["", "| target (issue 6 item 3) | this run | met? |", "|---|---|---|"]
     for t in out["targets"]:
         mark = {True: "yes", False: "**no**", None: "not measured"}[t["met"]]

@@ -36,24 +36,41 @@ PLOT_REQUIREMENTS = ("matplotlib>=3.8,<4",)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.run",
-                                description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("--quick", action="store_true", help="tiny sizes, one run, fast cases only")
-    p.add_argument("--only", default="", help="comma-separated systems (taskq = both stores); "
-                   f"known: {', '.join(a.name for a in ALL)}")
-    p.add_argument("--scenarios", default="",
-                   help=f"comma-separated families: {', '.join(FAMILIES)}")
+    p.add_argument(
+        "--only",
+        default="",
+        help="comma-separated systems (taskq = both stores); "
+        f"known: {', '.join(a.name for a in ALL)}",
+    )
+    p.add_argument(
+        "--scenarios", default="", help=f"comma-separated families: {', '.join(FAMILIES)}"
+    )
     p.add_argument("--runs", type=int, default=3, help="runs per case (default 3; --quick: 1)")
-    p.add_argument("--out", type=Path, default=None,
-                   help="JSON results (default results/latest.json; "
-                   "--quick: results/raw/quick.json)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON results (default results/latest.json; --quick: results/raw/quick.json)",
+    )
     p.add_argument("--no-plots", action="store_true")
-    p.add_argument("--workdir", type=Path, default=RAW,
-                   help="per-run logs and SQLite files (default results/raw)")
-    p.add_argument("--db-prefix", default="bench_",
-                   help="prefix of the per-system databases (default bench_)")
-    p.add_argument("--offline", action="store_true",
-                   help="never install: peers without a ready venv are 'unavailable'")
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        default=RAW,
+        help="per-run logs and SQLite files (default results/raw)",
+    )
+    p.add_argument(
+        "--db-prefix", default="bench_", help="prefix of the per-system databases (default bench_)"
+    )
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="never install: peers without a ready venv are 'unavailable'",
+    )
     ns = p.parse_args(argv)
     if ns.runs < 1:
         p.error("--runs must be >= 1")
@@ -67,8 +84,9 @@ def select_systems(only: str) -> list[Adapter]:
     for name in (s.strip() for s in only.split(",") if s.strip()):
         matches = [a for a in ALL if a.name == name or a.name.startswith(name + "-")]
         if not matches:
-            raise SystemExit(f"benchmarks: unknown system {name!r} "
-                             f"(known: {', '.join(a.name for a in ALL)})")
+            raise SystemExit(
+                f"benchmarks: unknown system {name!r} (known: {', '.join(a.name for a in ALL)})"
+            )
         chosen.extend(m for m in matches if m not in chosen)
     return chosen
 
@@ -77,10 +95,10 @@ def select_cases(families: str, quick: bool) -> list[Case]:
     wanted = [f.strip() for f in families.split(",") if f.strip()]
     unknown = [f for f in wanted if f not in FAMILIES]
     if unknown:
-        raise SystemExit(f"benchmarks: unknown scenario family {unknown[0]!r} "
-                         f"(known: {', '.join(FAMILIES)})")
-    return [c for c in CASES if (not wanted or c.family in wanted)
-            and c.params(quick) is not None]
+        raise SystemExit(
+            f"benchmarks: unknown scenario family {unknown[0]!r} (known: {', '.join(FAMILIES)})"
+        )
+    return [c for c in CASES if (not wanted or c.family in wanted) and c.params(quick) is not None]
 
 
 def db_name(prefix: str, adapter: Adapter) -> str:
@@ -101,8 +119,13 @@ def fresh_target(adapter: Adapter, admin_dsn: str | None, workdir: Path, prefix:
     return REDIS_URL
 
 
-def run_case(case: Case, adapters: dict[str, Adapter], prepared: dict[str, Prepared],
-             admin_dsn: str | None, args: argparse.Namespace) -> dict:
+def run_case(
+    case: Case,
+    adapters: dict[str, Adapter],
+    prepared: dict[str, Prepared],
+    admin_dsn: str | None,
+    args: argparse.Namespace,
+) -> dict:
     quick, runs = args.quick, args.runs
     params = case.params(quick) or {}
     systems = [s for s in case.systems if s in adapters]
@@ -126,22 +149,36 @@ def run_case(case: Case, adapters: dict[str, Adapter], prepared: dict[str, Prepa
             started = time.perf_counter()
             try:
                 dsn = fresh_target(adapter, admin_dsn, workdir, args.db_prefix)
-                result = adapter.run(prepared[s].python, case.script_scenario, dsn, workdir,
-                                     {**params, **adapter.overrides.get(case.id, {})},
-                                     case.timeout)
+                result = adapter.run(
+                    prepared[s].python,
+                    case.script_scenario,
+                    dsn,
+                    workdir,
+                    {**params, **adapter.overrides.get(case.id, {})},
+                    case.timeout,
+                )
             except Exception as exc:
                 result = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
             result["wall_s"] = time.perf_counter() - started
             results[s].append(result)
-            print(f"  {case.id:<20} run {i + 1}/{n_runs}  {s:<14} "
-                  f"{report.one_line(case, result, quick)}", flush=True)
+            print(
+                f"  {case.id:<20} run {i + 1}/{n_runs}  {s:<14} "
+                f"{report.one_line(case, result, quick)}",
+                flush=True,
+            )
         for s in runnable:
             if adapters[s].backend == "postgres" and admin_dsn:
                 pgadmin.drop(admin_dsn, db_name(args.db_prefix, adapters[s]))
     return {
-        "title": case.title, "family": case.family, "subject": case.subject,
-        "script_scenario": case.script_scenario, "params": params, "runs": n_runs,
-        "notes": notes, "case_notes": case.notes, "results": results,
+        "title": case.title,
+        "family": case.family,
+        "subject": case.subject,
+        "script_scenario": case.script_scenario,
+        "params": params,
+        "runs": n_runs,
+        "notes": notes,
+        "case_notes": case.notes,
+        "results": results,
         "metrics": [m.__dict__ for m in case.metrics_for(quick)],
         "summary": report.summarise(case, results, quick),
         "ratios": report.ratios(case, results, quick),
@@ -152,8 +189,12 @@ def make_plots(out_json: Path, img_dir: Path, offline: bool) -> str:
     built = venvs.ensure("plot", PLOT_REQUIREMENTS, offline=offline)
     if built.python is None:
         return f"plots skipped: matplotlib unavailable ({built.error})"
-    proc = subprocess.run([str(built.python), str(HERE / "plot.py"), str(out_json),
-                           str(img_dir)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [str(built.python), str(HERE / "plot.py"), str(out_json), str(img_dir)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if proc.returncode != 0:
         return "plots failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1]
     return proc.stdout.strip()
@@ -180,21 +221,29 @@ def main(argv: list[str] | None = None) -> int:
     admin_dsn = os.environ.get("TASKQ_BENCH_PG_DSN")
     needs_pg = any(a.backend == "postgres" for a in adapters.values())
     if needs_pg and not admin_dsn:
-        print("benchmarks: TASKQ_BENCH_PG_DSN is not set (e.g. "
-              "postgresql://root@127.0.0.1:5432/test); `make bench` sets it", file=sys.stderr)
+        print(
+            "benchmarks: TASKQ_BENCH_PG_DSN is not set (e.g. "
+            "postgresql://root@127.0.0.1:5432/test); `make bench` sets it",
+            file=sys.stderr,
+        )
         return 2
     pg_version = None
     if needs_pg:
         try:
             pg_version = pgadmin.server_version(admin_dsn)
         except Exception as exc:
-            print(f"benchmarks: cannot reach Postgres at {admin_dsn}: {exc}".splitlines()[0],
-                  file=sys.stderr)
+            print(
+                f"benchmarks: cannot reach Postgres at {admin_dsn}: {exc}".splitlines()[0],
+                file=sys.stderr,
+            )
             return 2
 
     started_at = datetime.now(UTC)
-    print(f"taskq benchmarks ({'quick' if args.quick else 'full'}): "
-          f"{len(cases)} cases, systems: {', '.join(adapters)}", flush=True)
+    print(
+        f"taskq benchmarks ({'quick' if args.quick else 'full'}): "
+        f"{len(cases)} cases, systems: {', '.join(adapters)}",
+        flush=True,
+    )
     prepared: dict[str, Prepared] = {}
     for name, adapter in adapters.items():
         prepared[name] = adapter.prepare(offline=args.offline)
@@ -205,14 +254,21 @@ def main(argv: list[str] | None = None) -> int:
         "mode": "quick" if args.quick else "full",
         "runs": 1 if args.quick else args.runs,
         "started_at": started_at.isoformat(timespec="seconds"),
-        "command": "python -m benchmarks.run " + " ".join(argv if argv is not None
-                                                          else sys.argv[1:]),
+        "command": "python -m benchmarks.run "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
         "machine": machine.describe(pg_version),
-        "systems": {n: {"label": a.label, "version": prepared[n].version,
-                        "available": prepared[n].python is not None,
-                        "error": prepared[n].error, "defaults": a.defaults,
-                        "backend": a.backend, "requirements": list(a.requirements)}
-                    for n, a in adapters.items()},
+        "systems": {
+            n: {
+                "label": a.label,
+                "version": prepared[n].version,
+                "available": prepared[n].python is not None,
+                "error": prepared[n].error,
+                "defaults": a.defaults,
+                "backend": a.backend,
+                "requirements": list(a.requirements),
+            }
+            for n, a in adapters.items()
+        },
         "cases": {},
     }
     for case in cases:
@@ -226,8 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     print(report.table(out, args.quick))
     print()
     print(report.targets_table(out["targets"]))
-    out_json = args.out or (args.workdir / "quick.json" if args.quick
-                            else RESULTS / "latest.json")
+    out_json = args.out or (args.workdir / "quick.json" if args.quick else RESULTS / "latest.json")
     out_json.parent.mkdir(parents=True, exist_ok=True)
     out_json.write_text(json.dumps(out, indent=1, sort_keys=True, default=str) + "\n")
     print(f"\nresults: {out_json}")

@@ -21,8 +21,9 @@ from taskq.store import create_store
 
 
 def spec(n: int) -> JobSpec:
-    return JobSpec(id=uuid7(), actor="bench.noop", queue="bench", args_json=f"[{n}]",
-                   kwargs_json="{}")
+    return JobSpec(
+        id=uuid7(), actor="bench.noop", queue="bench", args_json=f"[{n}]", kwargs_json="{}"
+    )
 
 
 async def run(dsn: str, batch: int, singles: int, claim_size: int) -> None:
@@ -35,8 +36,10 @@ async def run(dsn: str, batch: int, singles: int, claim_size: int) -> None:
         t = time.perf_counter()
         await store.enqueue(specs)
         elapsed = time.perf_counter() - t
-        print(f"{store.kind}: enqueue_many {batch}: {batch / elapsed:,.0f} jobs/s "
-              f"({elapsed * 1000:.0f} ms)")
+        print(
+            f"{store.kind}: enqueue_many {batch}: {batch / elapsed:,.0f} jobs/s "
+            f"({elapsed * 1000:.0f} ms)"
+        )
 
         t = time.perf_counter()
         for i in range(singles):
@@ -48,12 +51,18 @@ async def run(dsn: str, batch: int, singles: int, claim_size: int) -> None:
         done = 0
         t = time.perf_counter()
         while claimed := await store.claim(worker, ["bench"], claim_size, 30.0):
-            done += await store.complete(worker, [
-                Outcome(c.id, c.attempt, OutcomeKind.SUCCEEDED, result_json="null")
-                for c in claimed])
+            done += await store.complete(
+                worker,
+                [
+                    Outcome(c.id, c.attempt, OutcomeKind.SUCCEEDED, result_json="null")
+                    for c in claimed
+                ],
+            )
         elapsed = time.perf_counter() - t
-        print(f"{store.kind}: claim+complete by {claim_size}: {done / elapsed:,.0f} jobs/s "
-              f"({done} jobs)")
+        print(
+            f"{store.kind}: claim+complete by {claim_size}: {done / elapsed:,.0f} jobs/s "
+            f"({done} jobs)"
+        )
     finally:
         await store.close()
         if store.kind == "postgres":
@@ -70,8 +79,8 @@ def main() -> None:
     parser.add_argument("--singles", type=int, default=2_000)
     parser.add_argument("--claim-size", type=int, default=100)
     args = parser.parse_args()
-    if args.dsn.startswith("sqlite:///") and os.path.exists(args.dsn[len("sqlite:///"):]):
-        os.remove(args.dsn[len("sqlite:///"):])
+    if args.dsn.startswith("sqlite:///") and os.path.exists(args.dsn[len("sqlite:///") :]):
+        os.remove(args.dsn[len("sqlite:///") :])
     asyncio.run(run(args.dsn, args.batch, args.singles, args.claim_size))
 
 

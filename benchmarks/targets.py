@@ -13,13 +13,10 @@ def _value(cases: dict, cid: str, system: str, key: str) -> float | None:
     return cases.get(cid, {}).get("summary", {}).get(system, {}).get(key)
 
 
-def _check(target: str, value: float | None, ok: Callable[[float], bool],
-           fmt: str) -> dict:
+def _check(target: str, value: float | None, ok: Callable[[float], bool], fmt: str) -> dict:
     if value is None:
-        return {"target": target, "value": "not measured in this run", "met": None,
-                "number": None}
-    return {"target": target, "value": fmt.format(value), "met": bool(ok(value)),
-            "number": value}
+        return {"target": target, "value": "not measured in this run", "met": None, "number": None}
+    return {"target": target, "value": fmt.format(value), "met": bool(ok(value)), "number": value}
 
 
 def _claim_flatness(cases: dict) -> float | None:
@@ -45,36 +42,76 @@ def _rss_growth(cases: dict) -> float | None:
 def evaluate(cases: dict, derived: dict) -> list[dict]:
     fraction = [d["fraction"] for d in derived.values()]
     return [
-        _check("drain >= 2x PgQueuer (default concurrency)",
-               _ratio(cases, "drain_default", "pgqueuer", "jobs_per_s"),
-               lambda v: v >= 2.0, "{:.2f}x"),
-        _check("drain >= 2x PgQueuer (concurrency 32)",
-               _ratio(cases, "drain_32", "pgqueuer", "jobs_per_s"),
-               lambda v: v >= 2.0, "{:.2f}x"),
-        _check("SQLite drain >= 2x Huey",
-               _ratio(cases, "sqlite_drain", "huey", "jobs_per_s"),
-               lambda v: v >= 2.0, "{:.2f}x"),
-        _check("batch enqueue >= 2x PgQueuer",
-               _ratio(cases, "enqueue", "pgqueuer", "batch_per_s"),
-               lambda v: v >= 2.0, "{:.2f}x"),
-        _check("single enqueue >= PgQueuer",
-               _ratio(cases, "enqueue", "pgqueuer", "single_per_s"),
-               lambda v: v >= 1.0, "{:.2f}x"),
-        _check("latency p50 <= 3 ms", _value(cases, "latency", "taskq", "p50_ms"),
-               lambda v: v <= 3.0, "{:.2f} ms"),
-        _check("latency p99 <= 6 ms", _value(cases, "latency", "taskq", "p99_ms"),
-               lambda v: v <= 6.0, "{:.2f} ms"),
-        _check("observed-death recovery <= 1 s",
-               _value(cases, "recovery_workgroup", "taskq", "all_s"),
-               lambda v: v <= 1.0, "{:.3f} s"),
-        _check("lease-expiry recovery <= 15 s (defaults)",
-               _value(cases, "recovery_bare", "taskq", "all_s"),
-               lambda v: v <= 15.0, "{:.2f} s"),
-        _check("claim latency flat from 10k to 1M rows (largest p50 <= 1.5x the smallest)",
-               _claim_flatness(cases), lambda v: v <= 1.5, "{:.2f}x"),
-        _check("RSS flat (last tenth <= 1.2x first tenth)", _rss_growth(cases),
-               lambda v: v <= 1.2, "{:.2f}x"),
-        _check(">= 70% of the pgbench ceiling (best of batch 10, 32)",
-               max(fraction) if fraction else None,
-               lambda v: v >= 0.7, "{:.0%}"),
+        _check(
+            "drain >= 2x PgQueuer (default concurrency)",
+            _ratio(cases, "drain_default", "pgqueuer", "jobs_per_s"),
+            lambda v: v >= 2.0,
+            "{:.2f}x",
+        ),
+        _check(
+            "drain >= 2x PgQueuer (concurrency 32)",
+            _ratio(cases, "drain_32", "pgqueuer", "jobs_per_s"),
+            lambda v: v >= 2.0,
+            "{:.2f}x",
+        ),
+        _check(
+            "SQLite drain >= 2x Huey",
+            _ratio(cases, "sqlite_drain", "huey", "jobs_per_s"),
+            lambda v: v >= 2.0,
+            "{:.2f}x",
+        ),
+        _check(
+            "batch enqueue >= 2x PgQueuer",
+            _ratio(cases, "enqueue", "pgqueuer", "batch_per_s"),
+            lambda v: v >= 2.0,
+            "{:.2f}x",
+        ),
+        _check(
+            "single enqueue >= PgQueuer",
+            _ratio(cases, "enqueue", "pgqueuer", "single_per_s"),
+            lambda v: v >= 1.0,
+            "{:.2f}x",
+        ),
+        _check(
+            "latency p50 <= 3 ms",
+            _value(cases, "latency", "taskq", "p50_ms"),
+            lambda v: v <= 3.0,
+            "{:.2f} ms",
+        ),
+        _check(
+            "latency p99 <= 6 ms",
+            _value(cases, "latency", "taskq", "p99_ms"),
+            lambda v: v <= 6.0,
+            "{:.2f} ms",
+        ),
+        _check(
+            "observed-death recovery <= 1 s",
+            _value(cases, "recovery_workgroup", "taskq", "all_s"),
+            lambda v: v <= 1.0,
+            "{:.3f} s",
+        ),
+        _check(
+            "lease-expiry recovery <= 15 s (defaults)",
+            _value(cases, "recovery_bare", "taskq", "all_s"),
+            lambda v: v <= 15.0,
+            "{:.2f} s",
+        ),
+        _check(
+            "claim latency flat from 10k to 1M rows (largest p50 <= 1.5x the smallest)",
+            _claim_flatness(cases),
+            lambda v: v <= 1.5,
+            "{:.2f}x",
+        ),
+        _check(
+            "RSS flat (last tenth <= 1.2x first tenth)",
+            _rss_growth(cases),
+            lambda v: v <= 1.2,
+            "{:.2f}x",
+        ),
+        _check(
+            ">= 70% of the pgbench ceiling (best of batch 10, 32)",
+            max(fraction) if fraction else None,
+            lambda v: v >= 0.7,
+            "{:.0%}",
+        ),
     ]

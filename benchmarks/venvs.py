@@ -32,14 +32,34 @@ def ensure(name: str, requirements: tuple[str, ...], *, offline: bool = False) -
         return VenvResult(None, "not installed (offline run)")
     try:
         if not python.exists():
-            subprocess.run([sys.executable, "-m", "venv", str(home)], check=True,
-                           capture_output=True, text=True, timeout=300)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet",
-                        "--disable-pip-version-check", *requirements],
-                       check=True, capture_output=True, text=True, timeout=900)
+            subprocess.run(
+                [sys.executable, "-m", "venv", str(home)],
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+        subprocess.run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                *requirements,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     except subprocess.CalledProcessError as exc:
-        lines = [ln for ln in (exc.stderr or exc.stdout or "").splitlines()
-                 if ln.strip() and not ln.startswith("WARNING")]
+        lines = [
+            ln
+            for ln in (exc.stderr or exc.stdout or "").splitlines()
+            if ln.strip() and not ln.startswith("WARNING")
+        ]
         return VenvResult(None, (lines[-1] if lines else f"exit {exc.returncode}")[:200])
     except (OSError, subprocess.TimeoutExpired) as exc:
         return VenvResult(None, f"{type(exc).__name__}: {exc}"[:200])
@@ -50,5 +70,8 @@ def ensure(name: str, requirements: tuple[str, ...], *, offline: bool = False) -
 def installed_version(python: Path, dist: str) -> str | None:
     proc = subprocess.run(
         [str(python), "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"],
-        capture_output=True, text=True, timeout=60)
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return proc.stdout.strip() or None if proc.returncode == 0 else None

@@ -43,24 +43,40 @@ class Adapter:
 
     def prepare(self, *, offline: bool) -> Prepared:
         if self.is_taskq:
-            return Prepared(Path(sys.executable), venvs.installed_version(
-                Path(sys.executable), self.dist))
+            return Prepared(
+                Path(sys.executable), venvs.installed_version(Path(sys.executable), self.dist)
+            )
         built = venvs.ensure(self.name, self.requirements, offline=offline)
         if built.python is None:
             return Prepared(None, None, built.error)
         return Prepared(built.python, venvs.installed_version(built.python, self.dist))
 
-    def run(self, python: Path, scenario: str, dsn: str, workdir: Path,
-            params: dict[str, object], timeout: float) -> dict:
-        cmd = [str(python), str(PEERS / self.script), scenario, "--dsn", dsn,
-               "--path", str(workdir)]
+    def run(
+        self,
+        python: Path,
+        scenario: str,
+        dsn: str,
+        workdir: Path,
+        params: dict[str, object],
+        timeout: float,
+    ) -> dict:
+        cmd = [
+            str(python),
+            str(PEERS / self.script),
+            scenario,
+            "--dsn",
+            dsn,
+            "--path",
+            str(workdir),
+        ]
         for key, value in params.items():
             cmd += [f"--{key}", str(value)]
         workdir.mkdir(parents=True, exist_ok=True)
         stderr_path = workdir / f"{scenario}.stderr"
         with open(stderr_path, "w") as stderr:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                                    cwd=PEERS)
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=PEERS
+            )
             try:
                 stdout, _ = proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:

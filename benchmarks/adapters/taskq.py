@@ -12,7 +12,7 @@ ADAPTER = Adapter(
     script="taskq_bench.py",
     backend="postgres",
     defaults="taskq worker defaults: --max-concurrency 10, heartbeat 2 s, lease 10 s; "
-             "AsyncClient.enqueue_many / enqueue",
+    "AsyncClient.enqueue_many / enqueue",
 )
 
 SQLITE_ADAPTER = Adapter(

@@ -35,8 +35,11 @@ def emit(result: dict) -> None:
     print(json.dumps(result, sort_keys=True), flush=True)
 
 
-def run_main(args: argparse.Namespace, make_peer: Callable[[argparse.Namespace], Peer],
-             handlers: dict[str, Callable[[Peer, argparse.Namespace], dict]]) -> None:
+def run_main(
+    args: argparse.Namespace,
+    make_peer: Callable[[argparse.Namespace], Peer],
+    handlers: dict[str, Callable[[Peer, argparse.Namespace], dict]],
+) -> None:
     """Build the peer, run one scenario, print its one JSON line (errors included)."""
     handler = handlers.get(args.scenario)
     if handler is None:
@@ -139,8 +142,9 @@ def read_events(path: Path) -> list[tuple[str, str, float, int]]:
     return rows
 
 
-def wait_for(predicate: Callable[[], object], timeout: float, what: str,
-             interval: float = 0.01) -> object:
+def wait_for(
+    predicate: Callable[[], object], timeout: float, what: str, interval: float = 0.01
+) -> object:
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -171,14 +175,21 @@ def _terminate_spawned(signum: int, _frame: object) -> None:
     sys.exit(128 + signum)
 
 
-def spawn(cmd: Sequence[str], env_extra: dict[str, str], log_path: Path,
-          cwd: str | None = None) -> subprocess.Popen:
+def spawn(
+    cmd: Sequence[str], env_extra: dict[str, str], log_path: Path, cwd: str | None = None
+) -> subprocess.Popen:
     env = dict(os.environ)
     env.update(env_extra)
     log = open(log_path, "ab")  # the child keeps its own copy
     try:
-        proc = subprocess.Popen(list(cmd), env=env, stdout=log, stderr=subprocess.STDOUT,
-                                cwd=cwd, start_new_session=True)
+        proc = subprocess.Popen(
+            list(cmd),
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            start_new_session=True,
+        )
     finally:
         log.close()
     _SPAWNED.append(proc)
@@ -209,8 +220,15 @@ def kill(proc: subprocess.Popen) -> None:
 
 def self_worker_cmd(script: str, args: argparse.Namespace, *extra: str) -> list[str]:
     """Command that starts this same script's worker mode in this same venv."""
-    cmd = [sys.executable, script, "worker", "--dsn", args.dsn,
-           "--concurrency", str(args.concurrency)]
+    cmd = [
+        sys.executable,
+        script,
+        "worker",
+        "--dsn",
+        args.dsn,
+        "--concurrency",
+        str(args.concurrency),
+    ]
     return [*cmd, *extra]
 
 
@@ -264,12 +282,15 @@ def drain(peer: Peer, args: argparse.Namespace) -> dict:
     proc = spawn(peer.worker_cmd(args), env, log)
     try:
         try:
-            wait_for(lambda: event_times(events, "last") or proc.poll() is not None,
-                     args.timeout, "the last job to run", interval=0.05)
+            wait_for(
+                lambda: event_times(events, "last") or proc.poll() is not None,
+                args.timeout,
+                "the last job to run",
+                interval=0.05,
+            )
             if proc.poll() is not None:
                 raise RuntimeError(f"worker exited {proc.returncode}: {tail(log)}")
-            wait_for(lambda: peer.pending() == 0, args.timeout, "the queue to empty",
-                     interval=0.01)
+            wait_for(lambda: peer.pending() == 0, args.timeout, "the queue to empty", interval=0.01)
         except TimeoutError as exc:
             raise TimeoutError(f"{exc}; worker log: {tail(log)}") from None
         done = time.time()
@@ -293,6 +314,7 @@ def latency(peer: Peer, args: argparse.Namespace) -> dict:
     env = {EVENTS_ENV: str(events), **peer.worker_env()}
     proc = spawn(peer.worker_cmd(args), env, log)
     try:
+
         def started() -> dict[str, float]:
             return {key: t for kind, key, t, _pid in read_events(events) if kind == "start"}
 
@@ -300,8 +322,12 @@ def latency(peer: Peer, args: argparse.Namespace) -> dict:
         for key in warm:
             peer.enqueue_one(key)
         try:
-            wait_for(lambda: all(k in started() for k in warm) or proc.poll() is not None,
-                     60.0, "the warm-up jobs", interval=0.05)
+            wait_for(
+                lambda: all(k in started() for k in warm) or proc.poll() is not None,
+                60.0,
+                "the warm-up jobs",
+                interval=0.05,
+            )
         except TimeoutError as exc:
             raise TimeoutError(f"{exc}; worker log: {tail(log)}") from None
         if proc.poll() is not None:
@@ -320,8 +346,9 @@ def latency(peer: Peer, args: argparse.Namespace) -> dict:
             pause = tick - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
-        wait_for(lambda: all(k in started() for k in called), 60.0, "every job to start",
-                 interval=0.05)
+        wait_for(
+            lambda: all(k in started() for k in called), 60.0, "every job to start", interval=0.05
+        )
         starts = started()
     finally:
         stop(proc)
@@ -345,12 +372,19 @@ def recovery_bare(peer: Peer, args: argparse.Namespace) -> dict:
         peer.enqueue_keys(keys, len(keys))
 
         def starts_by(pred: Callable[[int], bool]) -> dict[str, float]:
-            return {key: t for kind, key, t, pid in read_events(events)
-                    if kind == "start" and pred(pid)}
+            return {
+                key: t for kind, key, t, pid in read_events(events) if kind == "start" and pred(pid)
+            }
 
         try:
-            wait_for(lambda: len(starts_by(lambda pid: pid == a.pid)) == len(keys)
-                     or a.poll() is not None, 60.0, "worker A to start every job", 0.05)
+            wait_for(
+                lambda: (
+                    len(starts_by(lambda pid: pid == a.pid)) == len(keys) or a.poll() is not None
+                ),
+                60.0,
+                "worker A to start every job",
+                0.05,
+            )
         except TimeoutError as exc:
             raise TimeoutError(f"{exc}; worker A log: {tail(log_a)}") from None
         if a.poll() is not None:
@@ -360,35 +394,55 @@ def recovery_bare(peer: Peer, args: argparse.Namespace) -> dict:
         killed_at = time.time()
         kill(a)
         try:
-            wait_for(lambda: len(starts_by(lambda pid: pid != a.pid)) == len(keys),
-                     args.observe, "the killed worker's jobs to run again", 0.02)
+            wait_for(
+                lambda: len(starts_by(lambda pid: pid != a.pid)) == len(keys),
+                args.observe,
+                "the killed worker's jobs to run again",
+                0.02,
+            )
         except TimeoutError:
             again = starts_by(lambda pid: pid != a.pid)
-            return {"recovered": False, "observed_s": args.observe,
-                    "rerun": len(again), "inflight": len(keys),
-                    "what_happens": peer.describe_stuck()}
+            return {
+                "recovered": False,
+                "observed_s": args.observe,
+                "rerun": len(again),
+                "inflight": len(keys),
+                "what_happens": peer.describe_stuck(),
+            }
         again = starts_by(lambda pid: pid != a.pid)
     finally:
         kill(a)
         if b is not None:
             stop(b)
     delays = sorted(t - killed_at for t in again.values())
-    return {"recovered": True, "inflight": len(keys), "first_s": delays[0],
-            "all_s": delays[-1], "median_s": statistics.median(delays)}
+    return {
+        "recovered": True,
+        "inflight": len(keys),
+        "first_s": delays[0],
+        "all_s": delays[-1],
+        "median_s": statistics.median(delays),
+    }
 
 
-def enqueue_rates(peer: Peer, args: argparse.Namespace,
-                  batch_call: Callable[[Sequence[str]], None],
-                  single_call: Callable[[str], None]) -> dict:
+def enqueue_rates(
+    peer: Peer,
+    args: argparse.Namespace,
+    batch_call: Callable[[Sequence[str]], None],
+    single_call: Callable[[str], None],
+) -> dict:
     keys = [str(i) for i in range(args.n)]
     t0 = time.perf_counter()
     for start in range(0, len(keys), args.batch):
-        batch_call(keys[start:start + args.batch])
+        batch_call(keys[start : start + args.batch])
     batch_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     for i in range(args.single):
         single_call(f"s{i}")
     single_s = time.perf_counter() - t0
-    return {"batch_jobs": args.n, "batch_size": args.batch,
-            "batch_per_s": args.n / batch_s, "single_jobs": args.single,
-            "single_per_s": args.single / single_s}
+    return {
+        "batch_jobs": args.n,
+        "batch_size": args.batch,
+        "batch_per_s": args.n / batch_s,
+        "single_jobs": args.single,
+        "single_per_s": args.single / single_s,
+    }

@@ -59,9 +59,11 @@ class DramatiqPeer(_common.Peer):
         return broker.client.hlen("dramatiq:default.msgs")
 
     def describe_stuck(self) -> str:
-        return (f"{self.pending()} messages still held for the dead worker (the Redis broker "
-                "re-queues them after its 60 s heartbeat timeout, at a maintenance pass "
-                "that runs on 1% of fetches)")
+        return (
+            f"{self.pending()} messages still held for the dead worker (the Redis broker "
+            "re-queues them after its 60 s heartbeat timeout, at a maintenance pass "
+            "that runs on 1% of fetches)"
+        )
 
     def close(self) -> None:
         broker.client.close()
@@ -79,8 +81,9 @@ def _worker(args: argparse.Namespace) -> None:
 
 
 def _enqueue(peer: DramatiqPeer, args: argparse.Namespace) -> dict:
-    result = _common.enqueue_rates(peer, args, lambda keys: peer.enqueue_keys(keys, 0),
-                                   peer.enqueue_one)
+    result = _common.enqueue_rates(
+        peer, args, lambda keys: peer.enqueue_keys(keys, 0), peer.enqueue_one
+    )
     result["send_loop_per_s"] = result.pop("batch_per_s")
     result["batch_note"] = "no batch enqueue API"
     return result

@@ -57,11 +57,16 @@ def main() -> None:
     if ARGS.scenario == "worker":
         _worker(ARGS)
         return
-    _common.run_main(ARGS, HueyPeer, {
-        "enqueue": lambda peer, a: _common.enqueue_rates(
-            peer, a, lambda keys: peer.enqueue_keys(keys, len(keys)), peer.enqueue_one),
-        "drain": _common.SHARED["drain"],
-    })
+    _common.run_main(
+        ARGS,
+        HueyPeer,
+        {
+            "enqueue": lambda peer, a: _common.enqueue_rates(
+                peer, a, lambda keys: peer.enqueue_keys(keys, len(keys)), peer.enqueue_one
+            ),
+            "drain": _common.SHARED["drain"],
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -38,11 +38,14 @@ class PgQueuerPeer(_common.Peer):
 
     def enqueue_keys(self, keys: Sequence[str], batch: int) -> None:
         for start in range(0, len(keys), batch):
-            self.enqueue_batch(keys[start:start + batch])
+            self.enqueue_batch(keys[start : start + batch])
 
     def enqueue_batch(self, keys: Sequence[str]) -> None:
-        self.runner.run(self.queries.enqueue(
-            [ENTRYPOINT] * len(keys), [k.encode() for k in keys], [0] * len(keys)))
+        self.runner.run(
+            self.queries.enqueue(
+                [ENTRYPOINT] * len(keys), [k.encode() for k in keys], [0] * len(keys)
+            )
+        )
 
     def enqueue_one(self, key: str) -> None:
         self.runner.run(self.queries.enqueue(ENTRYPOINT, key.encode()))
@@ -51,8 +54,9 @@ class PgQueuerPeer(_common.Peer):
         return self.runner.run(self.conn.fetchval("SELECT count(*) FROM pgqueuer"))
 
     def describe_stuck(self) -> str:
-        rows = self.runner.run(self.conn.fetch(
-            "SELECT status::text, count(*) FROM pgqueuer GROUP BY 1"))
+        rows = self.runner.run(
+            self.conn.fetch("SELECT status::text, count(*) FROM pgqueuer GROUP BY 1")
+        )
         return "not re-run; rows: " + ", ".join(f"{r[0]}={r[1]}" for r in rows)
 
     def close(self) -> None:
@@ -92,11 +96,16 @@ def main() -> None:
     if args.scenario == "worker":
         uvloop.run(_worker(args))
         return
-    _common.run_main(args, PgQueuerPeer, {
-        "enqueue": lambda peer, a: _common.enqueue_rates(
-            peer, a, peer.enqueue_batch, peer.enqueue_one),
-        **_common.SHARED,
-    })
+    _common.run_main(
+        args,
+        PgQueuerPeer,
+        {
+            "enqueue": lambda peer, a: _common.enqueue_rates(
+                peer, a, peer.enqueue_batch, peer.enqueue_one
+            ),
+            **_common.SHARED,
+        },
+    )
 
 
 if __name__ == "__main__":

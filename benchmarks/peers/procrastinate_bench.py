@@ -41,8 +41,11 @@ class ProcrastinatePeer(_common.Peer):
         self.app = app
         self.task = noop
         self.runner.run(self._open())
-        installed = self.runner.run(self.app.connector.execute_query_one_async(
-            "SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present"))
+        installed = self.runner.run(
+            self.app.connector.execute_query_one_async(
+                "SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present"
+            )
+        )
         if not installed["present"]:
             self.runner.run(self.app.schema_manager.apply_schema_async())
 
@@ -51,7 +54,7 @@ class ProcrastinatePeer(_common.Peer):
 
     def enqueue_keys(self, keys: Sequence[str], batch: int) -> None:
         for start in range(0, len(keys), batch):
-            self.enqueue_batch(keys[start:start + batch])
+            self.enqueue_batch(keys[start : start + batch])
 
     def enqueue_batch(self, keys: Sequence[str]) -> None:
         self.runner.run(self.task.batch_defer_async(*({"key": k} for k in keys)))
@@ -60,8 +63,11 @@ class ProcrastinatePeer(_common.Peer):
         self.runner.run(self.task.defer_async(key=key))
 
     def _count(self, where: str) -> int:
-        row = self.runner.run(self.app.connector.execute_query_one_async(
-            "SELECT count(*) AS n FROM procrastinate_jobs WHERE " + where))
+        row = self.runner.run(
+            self.app.connector.execute_query_one_async(
+                "SELECT count(*) AS n FROM procrastinate_jobs WHERE " + where
+            )
+        )
         return row["n"]
 
     def pending(self) -> int:
@@ -69,9 +75,11 @@ class ProcrastinatePeer(_common.Peer):
 
     def describe_stuck(self) -> str:
         doing = self._count("status = 'doing'")
-        return (f"not re-run: {doing} jobs stay 'doing' (worker row pruned after "
-                "stalled_worker_timeout; re-queueing stalled jobs is left to a "
-                "user-written periodic task calling retry_stalled_jobs)")
+        return (
+            f"not re-run: {doing} jobs stay 'doing' (worker row pruned after "
+            "stalled_worker_timeout; re-queueing stalled jobs is left to a "
+            "user-written periodic task calling retry_stalled_jobs)"
+        )
 
     def close(self) -> None:
         self.runner.run(self.app.close_async())
@@ -91,11 +99,16 @@ def main() -> None:
     if args.scenario == "worker":
         asyncio.run(_worker(args))
         return
-    _common.run_main(args, ProcrastinatePeer, {
-        "enqueue": lambda peer, a: _common.enqueue_rates(
-            peer, a, peer.enqueue_batch, peer.enqueue_one),
-        **_common.SHARED,
-    })
+    _common.run_main(
+        args,
+        ProcrastinatePeer,
+        {
+            "enqueue": lambda peer, a: _common.enqueue_rates(
+                peer, a, peer.enqueue_batch, peer.enqueue_one
+            ),
+            **_common.SHARED,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -39,9 +39,12 @@ ACTOR = taskq_actors.noop  # the Actor object: its options (idempotent) travel w
 
 
 def taskq_env(dsn: str) -> dict[str, str]:
-    return {"TASKQ_DSN": dsn, "TASKQ_SCHEMA": SCHEMA, "TASKQ_LOG_FORMAT": "json",
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE),
-                                                        os.environ.get("PYTHONPATH")]))}
+    return {
+        "TASKQ_DSN": dsn,
+        "TASKQ_SCHEMA": SCHEMA,
+        "TASKQ_LOG_FORMAT": "json",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
+    }
 
 
 class TaskqPeer(_common.Peer):
@@ -60,7 +63,7 @@ class TaskqPeer(_common.Peer):
 
     def enqueue_keys(self, keys: Sequence[str], batch: int) -> None:
         for start in range(0, len(keys), batch):
-            self.enqueue_batch(keys[start:start + batch])
+            self.enqueue_batch(keys[start : start + batch])
 
     def enqueue_batch(self, keys: Sequence[str]) -> None:
         self.runner.run(self.client.enqueue_many(ACTOR, [((k,), {}) for k in keys]))
@@ -115,18 +118,24 @@ def recovery_workgroup(peer: TaskqPeer, args: argparse.Namespace) -> dict:
     keys = [f"r{i}" for i in range(args.inflight)]
     env = {_common.EVENTS_ENV: str(events), _common.HOLD_ENV: "3600", **peer.worker_env()}
     log = peer.workdir / "recovery-wg.log"
-    sup = _common.spawn([sys.executable, "-m", "taskq", "workgroup", "start", str(toml)],
-                        env, log)
+    sup = _common.spawn([sys.executable, "-m", "taskq", "workgroup", "start", str(toml)], env, log)
     try:
         peer.enqueue_keys(keys, len(keys))
 
         def starts() -> list[tuple[str, float, int]]:
-            return [(key, t, pid) for kind, key, t, pid in _common.read_events(events)
-                    if kind == "start"]
+            return [
+                (key, t, pid)
+                for kind, key, t, pid in _common.read_events(events)
+                if kind == "start"
+            ]
 
         try:
-            _common.wait_for(lambda: len(starts()) >= len(keys) or sup.poll() is not None,
-                             60.0, "the workgroup child to start every job", 0.05)
+            _common.wait_for(
+                lambda: len(starts()) >= len(keys) or sup.poll() is not None,
+                60.0,
+                "the workgroup child to start every job",
+                0.05,
+            )
         except TimeoutError as exc:
             raise TimeoutError(f"{exc}; log: {_common.tail(log)}") from None
         if sup.poll() is not None:
@@ -134,14 +143,23 @@ def recovery_workgroup(peer: TaskqPeer, args: argparse.Namespace) -> dict:
         child = starts()[0][2]
         killed_at = time.time()
         os.kill(child, signal.SIGKILL)
-        _common.wait_for(lambda: len({k for k, _t, pid in starts() if pid != child})
-                         == len(keys), args.observe, "the jobs to run again", 0.01)
+        _common.wait_for(
+            lambda: len({k for k, _t, pid in starts() if pid != child}) == len(keys),
+            args.observe,
+            "the jobs to run again",
+            0.01,
+        )
         again = {k: t for k, t, pid in starts() if pid != child}
     finally:
         _common.stop(sup, grace=15.0)
     delays = sorted(t - killed_at for t in again.values())
-    return {"recovered": True, "inflight": len(keys), "first_s": delays[0],
-            "all_s": delays[-1], "median_s": statistics.median(delays)}
+    return {
+        "recovered": True,
+        "inflight": len(keys),
+        "first_s": delays[0],
+        "all_s": delays[-1],
+        "median_s": statistics.median(delays),
+    }
 
 
 # -- (e) claim latency against table size ---------------------------------------------------
@@ -170,8 +188,12 @@ def claim_scaling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
     have done on a live table."""
     import psycopg
 
-    sizes = [("queued", max(1, args.n // 100)), ("queued", max(1, args.n // 10)),
-             ("queued", args.n), ("finished", args.n)]
+    sizes = [
+        ("queued", max(1, args.n // 100)),
+        ("queued", max(1, args.n // 10)),
+        ("queued", args.n),
+        ("finished", args.n),
+    ]
     rounds = min(args.single, sizes[0][1] // args.batch)  # never claim the queue empty
     worker_id = uuid7()
     out = {}
@@ -180,40 +202,50 @@ def claim_scaling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
             conn.execute(f"TRUNCATE {SCHEMA}.jobs")
             t0 = time.perf_counter()
             if label == "queued":
-                conn.execute(FILL_SQL.format(schema=SCHEMA),
-                             {"state": "queued", "n": size, "offset": 0})
+                conn.execute(
+                    FILL_SQL.format(schema=SCHEMA), {"state": "queued", "n": size, "offset": 0}
+                )
             else:
-                conn.execute(FILL_SQL.format(schema=SCHEMA),
-                             {"state": "succeeded", "n": size, "offset": 0})
-                conn.execute(FILL_SQL.format(schema=SCHEMA),
-                             {"state": "queued", "n": max(1, args.n // 100), "offset": size})
+                conn.execute(
+                    FILL_SQL.format(schema=SCHEMA), {"state": "succeeded", "n": size, "offset": 0}
+                )
+                conn.execute(
+                    FILL_SQL.format(schema=SCHEMA),
+                    {"state": "queued", "n": max(1, args.n // 100), "offset": size},
+                )
             conn.execute(f"VACUUM ANALYZE {SCHEMA}.jobs")
             build_s = time.perf_counter() - t0
             claim_ms, complete_ms = peer.runner.run(
-                _claim_rounds(peer.store, worker_id, rounds, args.batch))
+                _claim_rounds(peer.store, worker_id, rounds, args.batch)
+            )
             key = f"{label}_{size}"
             out[key] = {
-                "rows": size, "build_s": build_s,
+                "rows": size,
+                "build_s": build_s,
                 "claim_p50_ms": _common.percentile(claim_ms, 50),
                 "claim_p99_ms": _common.percentile(claim_ms, 99),
                 "complete_p50_ms": _common.percentile(complete_ms, 50),
                 "complete_p99_ms": _common.percentile(complete_ms, 99),
                 "cycle_p50_ms": _common.percentile(
-                    [a + b for a, b in zip(claim_ms, complete_ms, strict=True)], 50),
+                    [a + b for a, b in zip(claim_ms, complete_ms, strict=True)], 50
+                ),
             }
         conn.execute(f"TRUNCATE {SCHEMA}.jobs")
     return {"batch": args.batch, "rounds": rounds, "sizes": out}
 
 
-async def _claim_rounds(store, worker_id: UUID, rounds: int,
-                        batch: int) -> tuple[list[float], list[float]]:
+async def _claim_rounds(
+    store, worker_id: UUID, rounds: int, batch: int
+) -> tuple[list[float], list[float]]:
     claim_ms, complete_ms = [], []
     for _ in range(rounds):
         t0 = time.perf_counter()
         jobs = await store.claim(worker_id, ["default"], batch, 10.0)
         t1 = time.perf_counter()
-        await store.complete(worker_id, [Outcome(job_id=j.id, attempt=j.attempt,
-                                                 kind=OutcomeKind.SUCCEEDED) for j in jobs])
+        await store.complete(
+            worker_id,
+            [Outcome(job_id=j.id, attempt=j.attempt, kind=OutcomeKind.SUCCEEDED) for j in jobs],
+        )
         t2 = time.perf_counter()
         claim_ms.append((t1 - t0) * 1000.0)
         complete_ms.append((t2 - t1) * 1000.0)
@@ -231,14 +263,21 @@ def pgbench_script(batch: int) -> str:
     queries = parse_queries(sql_path.read_text(), source=str(sql_path))
     claim, complete = queries["claim"], queries["complete"]
     split = claim.index("\nUPDATE jobs")
-    claim = (claim[:split] + ", claimed AS (" + claim[split:] + ")\n"
-             "SELECT coalesce(array_agg(id), '{}')::text AS ids, "
-             "coalesce(array_agg(attempt), '{}')::text AS atts FROM claimed")
+    claim = (
+        claim[:split] + ", claimed AS (" + claim[split:] + ")\n"
+        "SELECT coalesce(array_agg(id), '{}')::text AS ids, "
+        "coalesce(array_agg(attempt), '{}')::text AS atts FROM claimed"
+    )
     count = "cardinality(:ids::uuid[])"
     params = {
-        "queues": "'{default}'", "exclude_actors": "'{}'", "limit": str(batch),
-        "lease": "10", "worker_id": "'01890000-0000-7000-8000-000000000001'::uuid",
-        "channel": "'taskq_taskq'", "ids": ":ids", "attempts": ":atts",
+        "queues": "'{default}'",
+        "exclude_actors": "'{}'",
+        "limit": str(batch),
+        "lease": "10",
+        "worker_id": "'01890000-0000-7000-8000-000000000001'::uuid",
+        "channel": "'taskq_taskq'",
+        "ids": ":ids",
+        "attempts": ":atts",
         "kinds": f"array_fill('succeeded'::text, ARRAY[{count}])",
         "results": f"array_fill(NULL::text, ARRAY[{count}])",
         "errors": f"array_fill(NULL::text, ARRAY[{count}])",
@@ -266,8 +305,9 @@ def ceiling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
     for clients in sorted({1, max(1, args.concurrency or 2)}):
         with psycopg.connect(peer.dsn, autocommit=True) as conn:
             conn.execute(f"TRUNCATE {SCHEMA}.jobs")
-            conn.execute(FILL_SQL.format(schema=SCHEMA),
-                         {"state": "queued", "n": args.n, "offset": 0})
+            conn.execute(
+                FILL_SQL.format(schema=SCHEMA), {"state": "queued", "n": args.n, "offset": 0}
+            )
             conn.execute(f"VACUUM ANALYZE {SCHEMA}.jobs")
         per_client = max(1, args.n // (clients * args.batch))
         with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as fh:
@@ -275,19 +315,39 @@ def ceiling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
         env = dict(os.environ, PGOPTIONS=f"-c search_path={SCHEMA}")
         t0 = time.perf_counter()
         proc = subprocess.run(
-            [pgbench, "-n", "-M", "prepared", "-f", fh.name, "-c", str(clients),
-             "-j", str(clients), "-t", str(per_client), peer.dsn],
-            capture_output=True, text=True, env=env, timeout=args.timeout)
+            [
+                pgbench,
+                "-n",
+                "-M",
+                "prepared",
+                "-f",
+                fh.name,
+                "-c",
+                str(clients),
+                "-j",
+                str(clients),
+                "-t",
+                str(per_client),
+                peer.dsn,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=args.timeout,
+        )
         wall = time.perf_counter() - t0
         os.unlink(fh.name)
         if proc.returncode != 0:
             return {"ok": False, "error": "pgbench failed: " + proc.stderr.strip()[-400:]}
         with psycopg.connect(peer.dsn, autocommit=True) as conn:
             done = conn.execute(
-                f"SELECT count(*) FROM {SCHEMA}.jobs WHERE state = 'succeeded'").fetchone()[0]
+                f"SELECT count(*) FROM {SCHEMA}.jobs WHERE state = 'succeeded'"
+            ).fetchone()[0]
         tps = re.search(r"tps = ([\d.]+) \(without initial", proc.stdout)
         out[f"clients_{clients}"] = {
-            "jobs": done, "wall_s": wall, "jobs_per_s": done / wall,
+            "jobs": done,
+            "wall_s": wall,
+            "jobs_per_s": done / wall,
             "tps": float(tps.group(1)) if tps else None,
         }
     out["jobs_per_s"] = max(v["jobs_per_s"] for k, v in out.items() if k.startswith("clients_"))
@@ -311,8 +371,7 @@ def rss(peer: TaskqPeer, args: argparse.Namespace) -> dict:
     (one line per 10,000 jobs), so the driver sends the database nothing but enqueues."""
     events = peer.workdir / "rss.events"
     events.unlink(missing_ok=True)
-    env = {_common.EVENTS_ENV: str(events), _common.EXPECT_ENV: str(args.n),
-           **peer.worker_env()}
+    env = {_common.EVENTS_ENV: str(events), _common.EXPECT_ENV: str(args.n), **peer.worker_env()}
     log = peer.workdir / "rss-worker.log"
     proc = _common.spawn(peer.worker_cmd(args), env, log)
     samples: list[tuple[float, int, int]] = []  # (seconds, done jobs, rss KiB)
@@ -325,8 +384,9 @@ def rss(peer: TaskqPeer, args: argparse.Namespace) -> dict:
             if proc.poll() is not None:
                 raise RuntimeError(f"worker exited {proc.returncode}: {_common.tail(log)}")
             rows = _common.read_events(events) if events.exists() else []
-            done = max([int(key) for kind, key, _t, _p in rows if kind in ("tick", "last")],
-                       default=0)
+            done = max(
+                [int(key) for kind, key, _t, _p in rows if kind in ("tick", "last")], default=0
+            )
             if enqueued < args.n and enqueued - done < 3 * chunk:
                 take = min(chunk, args.n - enqueued)
                 peer.enqueue_keys([str(i) for i in range(enqueued, enqueued + take)], 1000)
@@ -346,26 +406,45 @@ def rss(peer: TaskqPeer, args: argparse.Namespace) -> dict:
         _common.stop(proc)
     kib = [s[2] for s in samples]
     tenth = max(1, len(kib) // 10)
-    return {"jobs": args.n, "seconds": samples[-1][0], "samples": samples,
-            "jobs_per_s": args.n / samples[-1][0],
-            "rss_start_mib": statistics.median(kib[:tenth]) / 1024,
-            "rss_end_mib": statistics.median(kib[-tenth:]) / 1024,
-            "rss_max_mib": max(kib) / 1024}
+    return {
+        "jobs": args.n,
+        "seconds": samples[-1][0],
+        "samples": samples,
+        "jobs_per_s": args.n / samples[-1][0],
+        "rss_start_mib": statistics.median(kib[:tenth]) / 1024,
+        "rss_end_mib": statistics.median(kib[-tenth:]) / 1024,
+        "rss_max_mib": max(kib) / 1024,
+    }
 
 
 def main() -> None:
-    parser = _common.base_parser(["enqueue", "drain", "latency", "recovery_bare",
-                                  "recovery_workgroup", "claim_scaling", "ceiling", "rss"])
+    parser = _common.base_parser(
+        [
+            "enqueue",
+            "drain",
+            "latency",
+            "recovery_bare",
+            "recovery_workgroup",
+            "claim_scaling",
+            "ceiling",
+            "rss",
+        ]
+    )
     args = parser.parse_args()
-    _common.run_main(args, TaskqPeer, {
-        "enqueue": lambda peer, a: _common.enqueue_rates(
-            peer, a, peer.enqueue_batch, peer.enqueue_one),
-        **_common.SHARED,
-        "recovery_workgroup": recovery_workgroup,
-        "claim_scaling": claim_scaling,
-        "ceiling": ceiling,
-        "rss": rss,
-    })
+    _common.run_main(
+        args,
+        TaskqPeer,
+        {
+            "enqueue": lambda peer, a: _common.enqueue_rates(
+                peer, a, peer.enqueue_batch, peer.enqueue_one
+            ),
+            **_common.SHARED,
+            "recovery_workgroup": recovery_workgroup,
+            "claim_scaling": claim_scaling,
+            "ceiling": ceiling,
+            "rss": rss,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -49,11 +49,14 @@ def dump() -> None:
         if not busy:
             continue
         durations = sorted(e - s for s, e, _n in busy)
-        out[name] = {"calls": len(busy), "jobs": sum(n for *_x, n in busy),
-                     "mean_batch": sum(n for *_x, n in busy) / len(busy),
-                     "p50_ms": durations[len(durations) // 2] * 1000,
-                     "p90_ms": durations[int(len(durations) * 0.9)] * 1000,
-                     "busy_s": sum(durations)}
+        out[name] = {
+            "calls": len(busy),
+            "jobs": sum(n for *_x, n in busy),
+            "mean_batch": sum(n for *_x, n in busy) / len(busy),
+            "p50_ms": durations[len(durations) // 2] * 1000,
+            "p90_ms": durations[int(len(durations) * 0.9)] * 1000,
+            "busy_s": sum(durations),
+        }
         if name == "claim":
             gaps = sorted(b[0] - a[1] for a, b in itertools.pairwise(busy))
             if gaps:
@@ -69,13 +72,20 @@ if os.environ.get("BENCH_COMPLETE_UNPREPARED") == "1":
 
     async def _fetchone_custom_plan(self, name, params=None):
         async with self._connection() as conn:
-            cur = await conn.execute(pg_module.Q[name], params,
-                                     prepare=False if name == "complete" else None)
+            cur = await conn.execute(
+                pg_module.Q[name], params, prepare=False if name == "complete" else None
+            )
             return await cur.fetchone()
 
     pg_module.PostgresStore._fetchone = _fetchone_custom_plan
 
 worker_module.create_store = traced_store
 atexit.register(dump)
-sys.exit(run(WorkerConfig(actors="taskq_actors:registry",
-                          max_concurrency=int(os.environ.get("BENCH_CONCURRENCY", "10")))))
+sys.exit(
+    run(
+        WorkerConfig(
+            actors="taskq_actors:registry",
+            max_concurrency=int(os.environ.get("BENCH_CONCURRENCY", "10")),
+        )
+    )
+)

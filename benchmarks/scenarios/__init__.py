@@ -6,8 +6,14 @@ from . import ceiling, claims, latency, memory, recovery, sqlite, throughput
 from .base import Case, Metric, lookup
 
 CASES: tuple[Case, ...] = (
-    *throughput.CASES, *latency.CASES, *recovery.CASES, *claims.CASES, *sqlite.CASES,
-    *ceiling.CASES, *throughput.SWEEP, *memory.CASES,
+    *throughput.CASES,
+    *latency.CASES,
+    *recovery.CASES,
+    *claims.CASES,
+    *sqlite.CASES,
+    *ceiling.CASES,
+    *throughput.SWEEP,
+    *memory.CASES,
 )
 FAMILIES = tuple(dict.fromkeys(c.family for c in CASES))
 

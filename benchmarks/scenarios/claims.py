@@ -24,8 +24,12 @@ QUICK_N = 100_000
 
 CASES = (
     Case(
-        id="claim_scaling", family="claim", title="(e) claim latency vs table size",
-        script_scenario="claim_scaling", subject="taskq", peers=(),
+        id="claim_scaling",
+        family="claim",
+        title="(e) claim latency vs table size",
+        script_scenario="claim_scaling",
+        subject="taskq",
+        peers=(),
         full={"n": FULL_N, "batch": 10, "single": 300},
         quick={"n": QUICK_N, "batch": 10, "single": 30},
         metrics=_metrics(FULL_N),

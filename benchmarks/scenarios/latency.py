@@ -7,12 +7,17 @@ from .base import Case, Metric
 
 CASES = (
     Case(
-        id="latency", family="latency", title="(c) enqueue -> start latency",
-        script_scenario="latency", subject="taskq",
+        id="latency",
+        family="latency",
+        title="(c) enqueue -> start latency",
+        script_scenario="latency",
+        subject="taskq",
         peers=("pgqueuer", "procrastinate", "dramatiq"),
         full={"n": 200, "interval": 0.02},
         quick={"n": 30, "interval": 0.02},
-        metrics=(Metric("p50_ms", "latency p50", "ms", higher_is_better=False, digits=2),
-                 Metric("p99_ms", "latency p99", "ms", higher_is_better=False, digits=2)),
+        metrics=(
+            Metric("p50_ms", "latency p50", "ms", higher_is_better=False, digits=2),
+            Metric("p99_ms", "latency p99", "ms", higher_is_better=False, digits=2),
+        ),
     ),
 )

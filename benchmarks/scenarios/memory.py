@@ -7,14 +7,20 @@ from .base import Case, Metric
 
 CASES = (
     Case(
-        id="rss", family="rss", title="(h) worker RSS over a long drain",
-        script_scenario="rss", subject="taskq", peers=(),
+        id="rss",
+        family="rss",
+        title="(h) worker RSS over a long drain",
+        script_scenario="rss",
+        subject="taskq",
+        peers=(),
         full={"n": 1_000_000, "interval": 1.0, "timeout": 3000},
         quick={"n": 5000, "interval": 0.2, "timeout": 120},
-        metrics=(Metric("rss_start_mib", "RSS, first tenth", "MiB", False, 1),
-                 Metric("rss_end_mib", "RSS, last tenth", "MiB", False, 1),
-                 Metric("rss_max_mib", "RSS, max", "MiB", False, 1),
-                 Metric("jobs_per_s", "sustained drain while enqueueing", "jobs/s")),
+        metrics=(
+            Metric("rss_start_mib", "RSS, first tenth", "MiB", False, 1),
+            Metric("rss_end_mib", "RSS, last tenth", "MiB", False, 1),
+            Metric("rss_max_mib", "RSS, max", "MiB", False, 1),
+            Metric("jobs_per_s", "sustained drain while enqueueing", "jobs/s"),
+        ),
         timeout=3600,
         full_runs=1,
     ),

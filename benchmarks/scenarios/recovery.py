@@ -11,24 +11,33 @@ from .base import Case, Metric
 
 CASES = (
     Case(
-        id="recovery_bare", family="recovery", title="(d) recovery, bare (lease expiry)",
-        script_scenario="recovery_bare", subject="taskq",
+        id="recovery_bare",
+        family="recovery",
+        title="(d) recovery, bare (lease expiry)",
+        script_scenario="recovery_bare",
+        subject="taskq",
         peers=("pgqueuer", "procrastinate", "dramatiq"),
         full={"inflight": 5, "concurrency": 10, "observe": 90},
         quick=None,
-        metrics=(Metric("all_s", "bare recovery (all re-run)", "s", higher_is_better=False,
-                        digits=2),),
+        metrics=(
+            Metric("all_s", "bare recovery (all re-run)", "s", higher_is_better=False, digits=2),
+        ),
         timeout=400,
     ),
     Case(
-        id="recovery_workgroup", family="recovery",
+        id="recovery_workgroup",
+        family="recovery",
         title="(d) recovery, under a workgroup (observed death)",
-        script_scenario="recovery_workgroup", subject="taskq",
+        script_scenario="recovery_workgroup",
+        subject="taskq",
         peers=("pgqueuer", "procrastinate", "dramatiq"),
         full={"inflight": 5, "observe": 60},
         quick={"inflight": 3, "observe": 60},
-        metrics=(Metric("all_s", "workgroup recovery (all re-run)", "s",
-                        higher_is_better=False, digits=3),),
+        metrics=(
+            Metric(
+                "all_s", "workgroup recovery (all re-run)", "s", higher_is_better=False, digits=3
+            ),
+        ),
         timeout=300,
     ),
 )

@@ -7,15 +7,23 @@ from .base import Case, Metric
 
 CASES = (
     Case(
-        id="sqlite_enqueue", family="sqlite", title="(f) SQLite enqueue",
-        script_scenario="enqueue", subject="taskq-sqlite", peers=("huey",),
+        id="sqlite_enqueue",
+        family="sqlite",
+        title="(f) SQLite enqueue",
+        script_scenario="enqueue",
+        subject="taskq-sqlite",
+        peers=("huey",),
         full={"n": 2000, "batch": 1000, "single": 2000},
         quick={"n": 500, "batch": 250, "single": 200},
         metrics=(Metric("single_per_s", "SQLite single enqueue", "jobs/s"),),
     ),
     Case(
-        id="sqlite_drain", family="sqlite", title="(f) SQLite drain",
-        script_scenario="drain", subject="taskq-sqlite", peers=("huey",),
+        id="sqlite_drain",
+        family="sqlite",
+        title="(f) SQLite drain",
+        script_scenario="drain",
+        subject="taskq-sqlite",
+        peers=("huey",),
         full={"n": 20_000, "batch": 1000, "concurrency": 0},
         quick={"n": 1000, "batch": 500, "concurrency": 0},
         metrics=(Metric("jobs_per_s", "SQLite drain, default concurrency", "jobs/s"),),

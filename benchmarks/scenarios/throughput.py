@@ -9,25 +9,39 @@ PG_PEERS = ("pgqueuer", "procrastinate", "dramatiq")
 
 CASES = (
     Case(
-        id="enqueue", family="enqueue", title="(a) enqueue", script_scenario="enqueue",
-        subject="taskq", peers=PG_PEERS,
+        id="enqueue",
+        family="enqueue",
+        title="(a) enqueue",
+        script_scenario="enqueue",
+        subject="taskq",
+        peers=PG_PEERS,
         full={"n": 20_000, "batch": 1000, "single": 2000},
         quick={"n": 1000, "batch": 250, "single": 200},
-        metrics=(Metric("batch_per_s", "batch enqueue (1,000/round trip)", "jobs/s"),
-                 Metric("single_per_s", "single enqueue", "jobs/s")),
+        metrics=(
+            Metric("batch_per_s", "batch enqueue (1,000/round trip)", "jobs/s"),
+            Metric("single_per_s", "single enqueue", "jobs/s"),
+        ),
         notes="Dramatiq has no batch enqueue (no batch figure; its send() loop is in the "
-              "JSON as send_loop_per_s).",
+        "JSON as send_loop_per_s).",
     ),
     Case(
-        id="drain_default", family="drain", title="(b) drain, default concurrency",
-        script_scenario="drain", subject="taskq", peers=PG_PEERS,
+        id="drain_default",
+        family="drain",
+        title="(b) drain, default concurrency",
+        script_scenario="drain",
+        subject="taskq",
+        peers=PG_PEERS,
         full={"n": 20_000, "batch": 1000, "concurrency": 0},
         quick={"n": 1000, "batch": 500, "concurrency": 0},
         metrics=(Metric("jobs_per_s", "drain, default concurrency", "jobs/s"),),
     ),
     Case(
-        id="drain_32", family="drain", title="(b) drain, concurrency 32",
-        script_scenario="drain", subject="taskq", peers=PG_PEERS,
+        id="drain_32",
+        family="drain",
+        title="(b) drain, concurrency 32",
+        script_scenario="drain",
+        subject="taskq",
+        peers=PG_PEERS,
         full={"n": 20_000, "batch": 1000, "concurrency": 32},
         quick={"n": 1000, "batch": 500, "concurrency": 32},
         metrics=(Metric("jobs_per_s", "drain, concurrency 32", "jobs/s"),),
@@ -39,8 +53,12 @@ SWEEP_CONCURRENCY = (1, 4, 10, 32, 64)
 #: drain throughput against concurrency (the plot); smaller drains, one run each
 SWEEP = tuple(
     Case(
-        id=f"sweep_c{c}", family="sweep", title=f"drain sweep, concurrency {c}",
-        script_scenario="drain", subject="taskq", peers=PG_PEERS,
+        id=f"sweep_c{c}",
+        family="sweep",
+        title=f"drain sweep, concurrency {c}",
+        script_scenario="drain",
+        subject="taskq",
+        peers=PG_PEERS,
         full={"n": 5000, "batch": 1000, "concurrency": c},
         quick=None,
         metrics=(Metric("jobs_per_s", f"drain 5,000, concurrency {c}", "jobs/s"),),

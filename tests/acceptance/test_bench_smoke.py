@@ -17,10 +17,30 @@ def test_quick_taskq_bench_writes_results(pg_dsn: str, tmp_path: Path) -> None:
     out = tmp_path / "quick.json"
     env = dict(os.environ, TASKQ_BENCH_PG_DSN=pg_dsn)
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run", "--quick", "--only", "taskq",
-         "--scenarios", "enqueue,drain", "--out", str(out), "--workdir", str(tmp_path / "raw"),
-         "--db-prefix", f"bench_smoke_{os.getpid()}_", "--no-plots", "--offline"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.run",
+            "--quick",
+            "--only",
+            "taskq",
+            "--scenarios",
+            "enqueue,drain",
+            "--out",
+            str(out),
+            "--workdir",
+            str(tmp_path / "raw"),
+            "--db-prefix",
+            f"bench_smoke_{os.getpid()}_",
+            "--no-plots",
+            "--offline",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
     results = json.loads(out.read_text())
@@ -42,9 +62,21 @@ def test_quick_taskq_bench_writes_results(pg_dsn: str, tmp_path: Path) -> None:
 
 def test_unknown_scenario_family_is_one_clear_line(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run", "--quick", "--scenarios", "nope",
-         "--out", str(tmp_path / "x.json")],
-        cwd=ROOT, capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.run",
+            "--quick",
+            "--scenarios",
+            "nope",
+            "--out",
+            str(tmp_path / "x.json"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode != 0
     assert "unknown scenario family 'nope'" in proc.stderr
     assert "Traceback" not in proc.stderr
