@@ -1,0 +1,71 @@
+"""The Postgres hot-path statements keep index-friendly plans once they are prepared.
+
+psycopg prepares a statement after a few executions, and Postgres may then switch to a
+*generic* plan. For ``complete`` and ``give_back`` a generic plan that drives the update
+through ``jobs_running_idx`` (the worker's running rows) costs batch size x running rows;
+the SQL fences by ``(...) IS TRUE`` so rows are found by primary key. These tests force
+the generic plan and read it with EXPLAIN: no timing involved.
+"""
+
+from __future__ import annotations
+
+import re
+
+import psycopg
+import pytest
+
+from taskq.store.postgres import Q
+from tests.conftest import StoreTarget
+
+
+def _positional(sql: str) -> tuple[str, list[str]]:
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in names:
+            names.append(name)
+        return f"${names.index(name) + 1}"
+
+    return re.sub(r"%\((\w+)\)s", number, sql), names
+
+
+TYPES = {"ids": "uuid[]", "attempts": "int[]", "kinds": "text[]", "results": "text[]",
+         "errors": "text[]", "delays": "float8[]", "reasons": "text[]", "worker_id": "uuid",
+         "channel": "text"}
+ARGS = {"ids": "ARRAY[gen_random_uuid()]", "attempts": "ARRAY[1]", "kinds": "ARRAY['succeeded']",
+        "results": "ARRAY[NULL::text]", "errors": "ARRAY[NULL::text]", "delays": "ARRAY[0.0]",
+        "reasons": "ARRAY[NULL::text]", "worker_id": "gen_random_uuid()", "channel": "'c'"}
+
+
+@pytest.mark.parametrize("statement", ["complete", "give_back"])
+async def test_generic_plan_finds_rows_by_primary_key(pg_target: StoreTarget, store,
+                                                      statement: str) -> None:
+    del store  # migrated by the fixture (pg_target's schema)
+    sql, names = _positional(Q[statement])
+    with psycopg.connect(pg_target.dsn, autocommit=True) as conn:
+        conn.execute(f'SET search_path TO "{pg_target.schema}"')
+        # a realistic table: many jobs, a few thousand of them running on one worker
+        conn.execute("""
+            INSERT INTO jobs (id, actor, queue, args, kwargs, priority, state, attempt,
+                              max_attempts, crash_count, max_crashes, idempotent, run_at,
+                              created_at, worker_id, lease_expires_at)
+            SELECT gen_random_uuid(), 'a', 'default', '[]', '{}', 0,
+                   CASE WHEN g % 10 = 0 THEN 'running' ELSE 'succeeded' END, 1, 3, 0, 2,
+                   false, now(), now(),
+                   CASE WHEN g % 10 = 0 THEN '00000000-0000-7000-8000-000000000001'::uuid END,
+                   CASE WHEN g % 10 = 0 THEN now() + interval '1 minute' END
+            FROM generate_series(1, 30000) AS g""")
+        conn.execute("ANALYZE jobs")
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute(f"PREPARE s ({', '.join(TYPES[n] for n in names)}) AS {sql}")
+        plan = "\n".join(row[0] for row in conn.execute(
+            f"EXPLAIN EXECUTE s ({', '.join(ARGS[n] for n in names)})"))
+    assert "jobs_running_idx" not in plan, plan
+    assert "jobs_pkey" in plan, plan
+
+
+@pytest.fixture
+def target(pg_target: StoreTarget) -> StoreTarget:
+    """Postgres only: these are Postgres plans."""
+    return pg_target
