@@ -61,6 +61,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _prefetch(text: str) -> int | None:
+    return None if text == "auto" else _non_negative_int(text)
+
+
+def _non_negative_int(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
 def _int(text: str) -> int:
     try:
         return int(text)
@@ -140,10 +151,17 @@ def build_parser() -> argparse.ArgumentParser:
     health = w.add_mutually_exclusive_group()
     health.add_argument("--health-port", type=_port, default=None, metavar="N")
     health.add_argument("--health-socket-path", default=None, metavar="P")
+    w.add_argument("--health-host", default="0.0.0.0", metavar="ADDR",
+                   help="interface --health-port binds to (default 0.0.0.0)")
     w.add_argument("--heartbeat-interval", type=_positive_seconds, default=2.0, metavar="S")
     w.add_argument("--lease", type=_positive_seconds, default=10.0, metavar="S")
     w.add_argument("--shutdown-grace", type=_seconds, default=30.0, metavar="S")
     w.add_argument("--force-update-actor-config", action="store_true")
+    w.add_argument("--prefetch", type=_prefetch, default=0, metavar="N|auto",
+                   help="claimed jobs that may wait beyond the free consumers (default 0; "
+                   "'auto': up to one per consumer while jobs take under 5 ms)")
+    w.add_argument("--middleware", action="append", default=[], metavar="MODULE:ATTR",
+                   help="worker middleware (repeatable)")
     w.add_argument(
         "--cpu-workers",
         type=_positive_int,
@@ -256,6 +274,9 @@ def cmd_worker(ns: argparse.Namespace) -> int:
         cpu_workers=ns.cpu_workers,
         cpu_max_tasks_per_child=ns.cpu_max_tasks_per_child,
         cpu_max_memory_per_child_mib=ns.cpu_max_memory_per_child,
+        health_host=ns.health_host,
+        prefetch=ns.prefetch,
+        middleware=tuple(ns.middleware),
     )
     if config.heartbeat_interval >= config.lease:
         raise ConfigError("--heartbeat-interval must be shorter than --lease")

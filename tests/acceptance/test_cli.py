@@ -228,3 +228,11 @@ async def test_retry_a_queued_job_is_refused_but_others_proceed(migrated: StoreT
     assert proc.returncode == 1
     assert_one_line_error(proc, "only dead or cancelled jobs can be retried")
     assert f"re-queued {dead}" in proc.stdout
+
+
+@pytest.mark.parametrize(("value", "fragment"), [("-1", "expected an integer >= 0"),
+                                                 ("lots", "expected an integer")])
+def test_bad_prefetch(sqlite_target: StoreTarget, value: str, fragment: str) -> None:
+    proc = taskq(sqlite_target, "worker", "--actors", "x:y", "--prefetch", value, check=False)
+    assert proc.returncode == 2
+    assert_one_line_error(proc, fragment)

@@ -21,8 +21,16 @@ def test_strict_buffer_claims_only_for_free_consumers():
     assert buffer.free == 1  # fast jobs do not change a fixed prefetch
 
 
-def test_adaptive_prefetch_opens_only_while_jobs_are_fast():
+def test_the_default_is_strict_whatever_the_job_durations():
     buffer = JobBuffer(4)
+    buffer.put_many([job() for _ in range(4)])
+    for _ in range(4):
+        buffer.done(FAST_JOB / 10)
+    assert buffer.limit == 4 and buffer.free == 4
+
+
+def test_adaptive_prefetch_opens_only_while_jobs_are_fast():
+    buffer = JobBuffer(4, prefetch=None)
     assert buffer.limit == 4  # nothing known yet: strict
     buffer.put_many([job() for _ in range(4)])
     for _ in range(4):

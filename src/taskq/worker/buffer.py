@@ -4,11 +4,12 @@ A claimed job holds a lease (other workers cannot have it) and, if this process 
 killed, is charged a crash: so the worker never holds more claimed-but-unstarted jobs
 than it can start soon. ``prefetch`` says how many may wait beyond the free consumers:
 
-* ``None`` (default): adaptive. None while jobs take longer than ``FAST_JOB`` on average
+* ``0`` (the default): strict, claim only for free consumers: every claimed job starts
+  at once, so a SIGKILL never charges a job that had not started;
+* ``None`` (``--prefetch auto``): adaptive. None while jobs take longer than ``FAST_JOB`` on average
   (every claimed job starts at once); up to one per consumer while they are faster, so
   a waiting job starts within a few milliseconds and a drain of short jobs is not
   throttled by one claim round trip per ``max_concurrency`` jobs;
-* ``0``: strict, claim only for free consumers;
 * ``N``: always allow N.
 
 ``in_flight`` counts jobs claimed and not yet finished (buffered + running).
@@ -25,7 +26,7 @@ _SMOOTHING = 0.2  # weight of the newest duration in the moving average
 
 
 class JobBuffer:
-    def __init__(self, consumers: int, prefetch: int | None = None) -> None:
+    def __init__(self, consumers: int, prefetch: int | None = 0) -> None:
         self.consumers = consumers
         self._prefetch = None if prefetch is None else max(prefetch, 0)
         self.average_duration: float | None = None

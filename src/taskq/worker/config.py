@@ -35,7 +35,7 @@ class WorkerConfig:
     # worker internals (no CLI flag yet; defaults are what `taskq worker` runs with)
     middleware: tuple[str, ...] = ()  # MODULE:ATTR references of worker middleware
     health_host: str = "0.0.0.0"  # interface --health-port binds to
-    prefetch: int | None = None  # claimed-but-unstarted jobs beyond free consumers (None: adaptive)
+    prefetch: int | None = 0  # claimed-but-unstarted jobs beyond free consumers (None: adaptive)
     retention_workers: float = 600.0  # seconds before a silent worker row is pruned
     prune_interval: float = 60.0  # seconds between prune passes
     result_max_bytes: int = 64 * 1024  # larger job results are dropped (with a warning)
