@@ -48,3 +48,20 @@ async def test_worker_applies_the_crash_rules_and_bystanders_are_never_charged(t
         assert job.crash_count == 0 and job.attempts == 1
         assert job.result == 2 * index
     assert_no_process_left()
+
+
+async def test_an_oversized_cpu_result_is_a_failure_not_a_silent_success(target, store):
+    """The worker's result limit reaches the pool: the child refuses to send a result
+    over it, so the job fails with a message instead of succeeding with its result lost."""
+    async with AsyncClient(store=store) as client:
+        big = await client.enqueue(actors.huge_result, 8 * 1024)
+        small = await client.enqueue(actors.huge_result, 100)
+        async with running_worker(target, actors=ACTORS, cpu_workers=1, max_concurrency=2,
+                                  result_max_bytes=4 * 1024):
+            done = await wait_for_states(store, [big, small], {"succeeded", "dead"}, timeout=60)
+    by_id = {job.id: job for job in done}
+    assert by_id[big].state == "dead" and by_id[big].dead_reason == "failed"
+    assert by_id[big].crash_count == 0
+    assert "4096" in by_id[big].last_error, by_id[big].last_error
+    assert by_id[small].state == "succeeded" and len(by_id[small].result) == 100
+    assert_no_process_left()

@@ -56,6 +56,9 @@ class CpuRunner:
             max_tasks_per_child=self._config.cpu_max_tasks_per_child,
             max_memory_per_child_mib=self._config.cpu_max_memory_per_child_mib,
             max_payload_bytes=self._config.cpu_max_payload_bytes,
+            # an oversized result fails in the child (a clear failure) instead of crossing
+            # the pipe only to be dropped from a job marked succeeded
+            max_result_bytes=self._config.result_max_bytes,
         )
         await pool.start()
         self._pool = pool

@@ -49,6 +49,7 @@ log = get_logger(__name__)
 
 READY_PING_TIMEOUT = 2.0
 ACK_FLUSH_TIMEOUT = 10.0
+CPU_CLOSE_GRACE = 1.0  # seconds idle pool processes get to exit cleanly at shutdown
 MAX_ACK_BACKLOG = 1000
 
 
@@ -311,7 +312,7 @@ class Worker:
             supervisor.hurry()
         await supervisor.shutdown(self.config.shutdown_grace)
         acker.give_back(buffer.drain())
-        await cpu.close(0)
+        await cpu.close(CPU_CLOSE_GRACE)
         await acker.close(by_name["acker"], ACK_FLUSH_TIMEOUT)
 
     # -- views ------------------------------------------------------------------------
