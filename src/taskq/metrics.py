@@ -62,7 +62,7 @@ loop_lag = Gauge("taskq_loop_lag_seconds", "Last measured event-loop lag.", regi
 # -- worker: the CPU process pool (ring 2) --------------------------------------------
 process_pool_breaks = Counter(
     "taskq_process_pool_breaks",
-    "Pool processes that died while running a job, by cause.",
+    "Pool processes that died while running a job, or whose initializer failed, by cause.",
     ["cause"],
     registry=WORKER,
 )
