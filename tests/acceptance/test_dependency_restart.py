@@ -45,6 +45,8 @@ pytestmark = pytest.mark.slow
 
 ACTORS = "tests.chaos_actors:outage_registry"
 LEASE = 4.0
+#: the first test's outage: past the store's 10 s wait for a pooled connection
+OUTAGE = 12.0
 HEARTBEAT = 0.5
 RESTARTS = "taskq_pool_worker_restarts_total"
 #: the components that call the store, each with its own backoff (taskq.worker.outage)
@@ -148,16 +150,23 @@ def worker_env(cluster: Cluster, tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def worker(worker_env: dict[str, str], tmp_path: Path) -> Iterator[WorkerProcess]:
-    process = WorkerProcess(None, "--actors", ACTORS, "--max-concurrency", "8",
-                            "--health-port", "0", "--lease", str(LEASE),
-                            "--heartbeat-interval", str(HEARTBEAT), "--poll-interval", "0.2",
-                            env=worker_env, log_path=tmp_path / "worker.log")
-    try:
+def spawn_worker(worker_env: dict[str, str], tmp_path: Path) -> Iterator[Any]:
+    started: list[WorkerProcess] = []
+
+    def spawn(lease: float) -> WorkerProcess:
+        process = WorkerProcess(None, "--actors", ACTORS, "--max-concurrency", "8",
+                                "--health-port", "0", "--lease", str(lease),
+                                "--heartbeat-interval", str(HEARTBEAT), "--poll-interval", "0.2",
+                                env=worker_env, log_path=tmp_path / f"worker{len(started)}.log")
+        started.append(process)
         process.wait_for_event("worker-started")
-        yield process
+        return process
+
+    try:
+        yield spawn
     finally:
-        process.stop()
+        for process in started:
+            process.stop()
 
 
 def restarts_metric(worker: WorkerProcess) -> float | None:
@@ -189,14 +198,6 @@ def wait_all_succeeded(client: Client, ids: dict[str, Any], timeout: float) -> d
     return wait_until(finished, timeout=timeout, interval=0.2, what="every job to finish")
 
 
-def outage_lines(worker: WorkerProcess, since: int) -> tuple[Counter[str], Counter[str]]:
-    """store-unavailable / store-recovered lines per component after log line ``since``."""
-    lines = worker.logs()[since:]
-    down = Counter(e["component"] for e in lines if e.get("event") == "store-unavailable")
-    up = Counter(e["component"] for e in lines if e.get("event") == "store-recovered")
-    return down, up
-
-
 def assert_each_ran_once(jobs: dict[str, Any], runs: Path) -> None:
     table = actors.side_table(runs)
     wrong = {key: (job.state, job.attempts, job.crash_count, table["start"][key],
@@ -210,8 +211,11 @@ def assert_each_ran_once(jobs: dict[str, Any], runs: Path) -> None:
 
 
 def test_postgres_restart_is_ridden_out_on_backoff_and_charges_nothing(
-        cluster: Cluster, worker_env: dict[str, str], worker: WorkerProcess) -> None:
+        cluster: Cluster, worker_env: dict[str, str], spawn_worker: Any) -> None:
+    """Down for longer than a store call waits for a connection (so each component fails
+    more than once), but not past the lease."""
     runs = Path(worker_env[actors.RUNS_ENV])
+    worker = spawn_worker(lease=OUTAGE + 20.0)
     assert restarts_metric(worker) == 0
     with Client(cluster.dsn, schema="taskq") as client:
         ids = enqueue(client, 300, 0.1, "r")
@@ -220,7 +224,11 @@ def test_postgres_restart_is_ridden_out_on_backoff_and_charges_nothing(
         since = len(worker.logs())
 
         cluster.stop()
+        stopped_at = time.monotonic()
         worker.wait_for_event("store-unavailable")  # it noticed while the store is down
+        # the outage itself is the scenario: longer than CHECKOUT_TIMEOUT, so every store
+        # call in flight gives up at least once and is retried
+        time.sleep(max(0.0, stopped_at + OUTAGE - time.monotonic()))
         assert worker.proc.poll() is None
         cluster.start()
 
@@ -229,18 +237,25 @@ def test_postgres_restart_is_ridden_out_on_backoff_and_charges_nothing(
     assert worker.proc.poll() is None, "the worker exited during the outage"
     assert restarts_metric(worker) == 0, "consumers were restarted against a dead store"
     assert not worker.events("crash-loop-guard-tripped") and not worker.events("worker died")
-    down, up = outage_lines(worker, since)
+    lines = worker.logs()[since:]
+    down = Counter(e["component"] for e in lines if e.get("event") == "store-unavailable")
+    up = {e["component"]: e for e in lines if e.get("event") == "store-recovered"}
     assert down and set(down) <= COMPONENTS
-    assert all(n == 1 for n in down.values()), f"the outage logged per attempt: {down}"
-    assert up == down, f"not every component logged its recovery: down={down} up={up}"
+    assert all(n == 1 for n in down.values()), f"the outage was logged per attempt: {down}"
+    assert set(up) == set(down), f"not every component logged its recovery: {down} {up}"
+    assert max(e["attempts"] for e in up.values()) >= 2, f"no call was retried: {up}"
+    noisy = Counter((e.get("event"), e.get("component")) for e in lines
+                    if e.get("level") in {"warning", "error", "critical"})
+    assert all(n == 1 for n in noisy.values()), f"some lines repeat per attempt: {noisy}"
     assert_each_ran_once(jobs, runs)
     worker.signal(signal.SIGTERM)
     assert worker.wait() == exit_codes.OK
 
 
 def test_store_down_longer_than_the_lease_runs_no_job_twice(
-        cluster: Cluster, worker_env: dict[str, str], worker: WorkerProcess) -> None:
+        cluster: Cluster, worker_env: dict[str, str], spawn_worker: Any) -> None:
     runs = Path(worker_env[actors.RUNS_ENV])
+    worker = spawn_worker(lease=LEASE)
     with Client(cluster.dsn, schema="taskq") as client:
         # eight jobs that run across the whole outage, and a queue behind them
         long_ids = enqueue(client, 8, LEASE + 4.0, "long")
@@ -260,5 +275,22 @@ def test_store_down_longer_than_the_lease_runs_no_job_twice(
     assert worker.proc.poll() is None
     assert restarts_metric(worker) == 0
     assert_each_ran_once(jobs, runs)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == exit_codes.OK
+
+
+def test_worker_stderr_stays_json_lines_through_a_store_outage(
+        cluster: Cluster, spawn_worker: Any) -> None:
+    """CONTRACT: with ``TASKQ_LOG_FORMAT=json`` the log is one JSON object per line, also
+    while the store is away (the driver's pool has things to say then too)."""
+    worker = spawn_worker(lease=30.0)
+    cluster.stop()
+    worker.wait_for_event("store-unavailable")
+    cluster.start()
+    wait_until(lambda: worker.events("store-recovered"), timeout=60, what="the recovery")
+    not_json = [line for line in worker.log_path.read_text().splitlines()
+                if not line.startswith("{")]
+    assert not_json == [], "lines on the worker's stderr that are not JSON:\n" + "\n".join(
+        not_json[:10])
     worker.signal(signal.SIGTERM)
     assert worker.wait() == exit_codes.OK
