@@ -95,7 +95,13 @@ class ConsoleFormatter(logging.Formatter):
 
 
 def configure(fmt: str | None = None, level: int | str | None = None) -> None:
-    """Set up the root taskq handler once per process (idempotent)."""
+    """Set up logging for a taskq process (idempotent).
+
+    taskq's own loggers get ``level``; every other library's records (psycopg's pool,
+    asyncio, ...) go through the same handler at WARNING and up, so the process's stderr
+    stays one JSON object per line, with no plain-text "last resort" lines in between.
+    The Python root logger is only touched when nothing configured it yet.
+    """
     global _configured
     fmt = (
         fmt or os.environ.get("TASKQ_LOG_FORMAT") or ("console" if sys.stderr.isatty() else "json")
@@ -103,14 +109,22 @@ def configure(fmt: str | None = None, level: int | str | None = None) -> None:
     if fmt not in ("json", "console"):
         fmt = "json"
     level = level or os.environ.get("TASKQ_LOG_LEVEL", "INFO")
-    root = logging.getLogger("taskq")
-    root.setLevel(level if isinstance(level, int) else level.upper())
+    formatter = JsonFormatter() if fmt == "json" else ConsoleFormatter()
+    ours = logging.getLogger("taskq")
+    ours.setLevel(level if isinstance(level, int) else level.upper())
     if _configured:
-        for handler in root.handlers:
-            handler.setFormatter(JsonFormatter() if fmt == "json" else ConsoleFormatter())
+        for handler in ours.handlers:
+            handler.setFormatter(formatter)
         return
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else ConsoleFormatter())
-    root.addHandler(handler)
-    root.propagate = False
+    handler.setFormatter(formatter)
+    ours.addHandler(handler)
+    ours.propagate = False
+    # psycopg's pool warns once per reconnect attempt; taskq's components log an outage
+    # once when it starts and once when it ends (store-unavailable / store-recovered)
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(handler)
+        root.setLevel(logging.WARNING)
     _configured = True
