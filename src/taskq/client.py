@@ -14,12 +14,13 @@ import threading
 import time
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 from uuid import UUID
 
 from .exceptions import ConfigError, InvalidJobState, JobNotFound
-from .ids import uuid7
+from .ids import uuid7, uuid7_many
 from .jobs import ActorConfig, Job, JobSpec, JobState
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES, encode_arguments
 from .registry import DEFAULT_QUEUE, Actor, _check_options
@@ -41,32 +42,47 @@ def parse_job_id(job_id: UUID | str) -> UUID:
         raise JobNotFound(f"invalid job id {job_id!r}: expected a UUID") from None
 
 
+@dataclass(frozen=True, slots=True)
+class _Template:
+    """What every job of one enqueue call shares: actor, queue, options, run_at."""
+
+    actor: str
+    queue: str
+    priority: int
+    run_at: datetime | None
+    max_attempts: int
+    max_crashes: int
+    idempotent: bool
+
+
 class _JobBuilder:
-    """Actor + arguments + options -> ``JobSpec``. No I/O."""
+    """Actor + arguments + options -> ``JobSpec``. No I/O.
+
+    Everything that is the same for a batch (the actor's options, validation of the
+    queue, delay and priority) is worked out once, in ``template``; ``spec`` then only
+    encodes one job's arguments."""
 
     def __init__(self, max_payload_bytes: int) -> None:
         self.max_payload_bytes = max_payload_bytes
 
-    def build(
+    def template(
         self,
         actor: ActorRef,
-        args: Sequence[Any],
-        kwargs: Mapping[str, Any],
         *,
         known: Mapping[str, ActorConfig],
         queue: str | None,
         delay: float | None,
         run_at: datetime | None,
         priority: int | None,
-    ) -> JobSpec:
+    ) -> _Template:
         if isinstance(actor, Actor):
-            name, cfg_queue, opts = actor.name, actor.queue, actor
+            name, cfg_queue = actor.name, actor.queue
             max_attempts, max_crashes, idempotent = (
-                opts.max_attempts,
-                opts.max_crashes,
-                opts.idempotent,
+                actor.max_attempts,
+                actor.max_crashes,
+                actor.idempotent,
             )
-            default_priority = opts.priority
+            default_priority = actor.priority
         elif isinstance(actor, str):
             name = actor
             cfg = known.get(name)
@@ -91,20 +107,33 @@ class _JobBuilder:
             raise ConfigError("run_at must be timezone-aware")
         if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
             raise ConfigError(f"priority must be an integer, got {priority!r}")
-        args_json, kwargs_json = encode_arguments(
-            args, kwargs, actor=name, max_bytes=self.max_payload_bytes
-        )
-        return JobSpec(
-            id=uuid7(),
+        return _Template(
             actor=name,
             queue=chosen_queue,
-            args_json=args_json,
-            kwargs_json=kwargs_json,
             priority=default_priority if priority is None else priority,
             run_at=run_at,
             max_attempts=max_attempts,
             max_crashes=max_crashes,
             idempotent=idempotent,
+        )
+
+    def spec(
+        self, t: _Template, args: Sequence[Any], kwargs: Mapping[str, Any], job_id: UUID
+    ) -> JobSpec:
+        args_json, kwargs_json = encode_arguments(
+            args, kwargs, actor=t.actor, max_bytes=self.max_payload_bytes
+        )
+        return JobSpec(
+            job_id,
+            t.actor,
+            t.queue,
+            args_json,
+            kwargs_json,
+            t.priority,
+            t.run_at,
+            t.max_attempts,
+            t.max_crashes,
+            t.idempotent,
         )
 
 
@@ -176,16 +205,15 @@ class AsyncClient:
         """Enqueue one job with options: a queue, a ``delay`` in seconds or a ``run_at``
         time, a ``priority`` (lower runs first; default the actor's, else 0)."""
         await self.open()
-        spec = self._builder.build(
+        template = self._builder.template(
             actor,
-            args,
-            kwargs or {},
             known=await self._known([actor]),
             queue=queue,
             delay=delay,
             run_at=run_at,
             priority=priority,
         )
+        spec = self._builder.spec(template, args, kwargs or {}, uuid7())
         (job_id,) = await self._store.enqueue([spec])
         return job_id
 
@@ -205,11 +233,20 @@ class AsyncClient:
         Each item is ``(args, kwargs)``; a bare list/tuple that is not such a pair is
         taken as positional args."""
         await self.open()
-        known = await self._known([actor])
+        template = self._builder.template(
+            actor,
+            known=await self._known([actor]),
+            queue=queue,
+            delay=delay,
+            run_at=run_at,
+            priority=priority,
+        )
+        items = list(items)
+        spec, ids = self._builder.spec, uuid7_many(len(items))
         specs = []
-        for item in items:
+        for item, job_id in zip(items, ids, strict=True):
             if (
-                isinstance(item, tuple)
+                type(item) is tuple
                 and len(item) == 2
                 and isinstance(item[1], Mapping)
                 and isinstance(item[0], list | tuple)
@@ -221,18 +258,7 @@ class AsyncClient:
                 raise ConfigError(
                     f"enqueue_many items must be (args, kwargs) pairs, got {type(item).__name__}"
                 )
-            specs.append(
-                self._builder.build(
-                    actor,
-                    args,
-                    kwargs,
-                    known=known,
-                    queue=queue,
-                    delay=delay,
-                    run_at=run_at,
-                    priority=priority,
-                )
-            )
+            specs.append(spec(template, args, kwargs, job_id))
         if not specs:
             return []
         return await self._store.enqueue(specs)

@@ -28,22 +28,29 @@ def encode_arguments(
     max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
 ) -> tuple[str, str]:
     """Return (args_json, kwargs_json) or raise a PayloadError naming the problem."""
-    if isinstance(args, str | bytes) or not isinstance(args, Sequence):
+    if type(args) not in (list, tuple) and (
+        isinstance(args, str | bytes) or not isinstance(args, Sequence)
+    ):
         raise NotJSONSerializable(
             f"arguments of {actor!r} must be a list, got {type(args).__name__}"
         )
-    if not isinstance(kwargs, Mapping):
+    if type(kwargs) is not dict and not isinstance(kwargs, Mapping):
         raise NotJSONSerializable(
             f"keyword arguments of {actor!r} must be an object, got {type(kwargs).__name__}"
         )
-    for key in kwargs:
-        if not isinstance(key, str):
-            raise NotJSONSerializable(
-                f"keyword argument names of {actor!r} must be strings, got {key!r}"
-            )
-    args_json = dumps(list(args), what=f"an argument of {actor!r}")
-    kwargs_json = dumps(dict(kwargs), what=f"a keyword argument of {actor!r}")
-    size = len(args_json.encode()) + len(kwargs_json.encode())
+    if kwargs:
+        for key in kwargs:
+            if type(key) is not str and not isinstance(key, str):
+                raise NotJSONSerializable(
+                    f"keyword argument names of {actor!r} must be strings, got {key!r}"
+                )
+        kwargs_json = dumps(dict(kwargs), what=f"a keyword argument of {actor!r}")
+    else:
+        kwargs_json = "{}"
+    args_json = dumps(list(args), what=f"an argument of {actor!r}") if args else "[]"
+    size = len(args_json) + len(kwargs_json)  # characters; UTF-8 bytes are at most 4x
+    if size * 4 > max_bytes:
+        size = len(args_json.encode()) + len(kwargs_json.encode())
     if size > max_bytes:
         raise PayloadTooLarge(
             f"payload of {actor!r} is {size} bytes, over the limit of {max_bytes} bytes"

@@ -30,3 +30,20 @@ def test_non_json_is_refused(args, kwargs, message: str) -> None:
 def test_oversized_payload_names_sizes() -> None:
     with pytest.raises(taskq.PayloadTooLarge, match=r"is 1006 bytes, over the limit of 1000"):
         encode_arguments(["x" * 1000], {}, actor="a", max_bytes=1000)
+
+
+def test_str_subclass_keys_and_empty_arguments() -> None:
+    import enum
+
+    class Key(enum.StrEnum):
+        WIDTH = "width"
+
+    assert encode_arguments((), {Key.WIDTH: 3}, actor="a") == ("[]", '{"width":3}')
+    assert encode_arguments([], {}, actor="a") == ("[]", "{}")
+
+
+def test_the_limit_counts_utf8_bytes_not_characters() -> None:
+    text = "é" * 500  # 500 characters, 1000 bytes in UTF-8
+    assert encode_arguments([text], {}, actor="a", max_bytes=1006)  # 1004 + 2 bytes: fits
+    with pytest.raises(taskq.PayloadTooLarge, match="is 1006 bytes, over the limit of 1005"):
+        encode_arguments([text], {}, actor="a", max_bytes=1005)

@@ -1,0 +1,25 @@
+"""UUIDv7s are time-ordered, unique and of version 7, one at a time or in batches."""
+
+from __future__ import annotations
+
+import time
+
+from taskq.ids import uuid7, uuid7_many
+
+
+def test_single_and_batch_ids_interleave_in_order() -> None:
+    ids = [uuid7(), *uuid7_many(5000), uuid7(), *uuid7_many(3), uuid7()]
+    assert ids == sorted(ids)
+    assert len(set(ids)) == len(ids)
+    assert all(u.version == 7 and u.variant == "specified in RFC 4122" for u in ids)
+
+
+def test_the_timestamp_is_the_creation_time_in_milliseconds() -> None:
+    before = time.time_ns() // 1_000_000
+    (u,) = uuid7_many(1)
+    after = time.time_ns() // 1_000_000
+    assert before <= u.int >> 80 <= after + 1  # +1: a counter overflow borrows the next ms
+
+
+def test_empty_batch() -> None:
+    assert uuid7_many(0) == []
