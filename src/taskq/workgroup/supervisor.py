@@ -336,7 +336,7 @@ class Supervisor:
         try:
             waiting = {exited} if watcher is None else {exited, watcher}
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            if watcher is not None and watcher.done() and not exited.done():
+            if watcher is not None and watcher.done() and not exited.done() and not self.stopping:
                 unhealthy = self._watch_result(watcher)
                 reason = "unhealthy"
                 await self._kill_unhealthy(child, exited, unhealthy)
