@@ -321,3 +321,29 @@ def check_every_kill_was_seen(wg: Workgroup, kills: list[Kill]) -> None:
                    and line.get("child_pid") == kill.pid]
         assert rescued, f"the supervisor did not rescue the jobs of {kill} at once"
     assert not [line for line in lines if line.get("event") == "workgroup-burst-limit-exceeded"]
+
+
+def test_a_clean_stop_with_health_checks_on_calls_no_child_unhealthy(target, tmp_path: Path,
+                                                                     workgroups) -> None:
+    """Nothing falsely loud either: a worker that stops on the supervisor's SIGTERM removes
+    its row just before it exits; the health check must not take that for a dead child."""
+    env = {**target.env, actors.RUNS_ENV: str(tmp_path / "runs.log")}
+    assert run_cli("migrate", env=env).returncode == 0
+    health = ("[workers.health]\nenabled = true\ncheck_interval = 0.02\nstale_after = 1.5\n"
+              "startup_grace = 1.0\n")
+    config = write_config(
+        tmp_path / "wg.toml",
+        "[supervisor]\nshutdown_grace = 20.0\nhttp_port = 0\n"
+        + "".join(f'[[workers]]\nname = "{n}"\n{health}' for n in WORKERS),
+        actors="tests.workgroup_actors:registry")
+    wg = Workgroup(config, env)
+    workgroups.append(wg)
+    wg.wait_event("worker-started", count=len(WORKERS))
+
+    def probing() -> bool:  # every child is past its startup grace: its health is checked
+        return all((c["uptime_seconds"] or 0) > 1.5 for c in wg.status()["children"])
+
+    wait_until(probing, what="every child past its health-check startup grace")
+    assert wg.stop(timeout=60) == 0
+    assert wg.events("workgroup.child_unhealthy") == []
+    assert wg.events("workgroup.restart_scheduled") == []
