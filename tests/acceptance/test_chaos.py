@@ -68,8 +68,8 @@ MIX = (
     (actors.once_async, 4, (0.1, 0.6)),
     (actors.idem_sync, 3, (0.1, 0.5)),
     (actors.once_sync, 3, (0.1, 0.5)),
-    (actors.idem_cpu, 2, (0.02, 0.08)),
-    (actors.once_cpu, 2, (0.02, 0.08)),
+    (actors.idem_cpu, 1, (0.1, 0.25)),
+    (actors.once_cpu, 1, (0.1, 0.25)),
     (actors.always_fails, 1, (0.01, 0.05)),
     (actors.fails_once, 1, (0.01, 0.05)),
 )
@@ -77,6 +77,7 @@ FIRST_WAVE = 60
 WAVE = 40
 TOP_UP = 20  # while waiting for a busy target and nothing is queued
 WORKER_KILLS = 4
+BUSY_POOL_WAIT = 10.0  # seconds to look for a pool process that is running a job
 POOL_KILLS = 3  # fewer than the pool breaker's 5 breaks a minute, even all in one worker
 #: how a crash names its cause in last_error: the signal or the exit code
 CAUSE = re.compile(r"killed by SIG[A-Z0-9]+|exited with code -?\d+")
@@ -191,11 +192,19 @@ class Chaos:
         self.kills.append(Kill("stop", child["name"], child["pid"]))
 
     def kill_pool_process(self) -> None:
+        """SIGKILL a pool process, one running a job (state R: it spins) when there is one
+        within a few seconds, else an idle one."""
+        idle_ok_at = time.monotonic() + BUSY_POOL_WAIT
+
         def candidate() -> tuple[str, int] | None:
             ready = {e["pid"] for e in self.wg.events("process_pool_process_ready")}
             found = [(c["name"], pid) for c in self.living_workers()
                      for pid in sorted(pool_processes(c["pid"]) & ready)]
-            return self.rng.choice(found) if found else None
+            table = proc_table()
+            busy = [(name, pid) for name, pid in found if table.get(pid, ("?",))[0] == "R"]
+            if busy or time.monotonic() > idle_ok_at:
+                return self.rng.choice(busy or found) if busy or found else None
+            return None
 
         worker, pid = self._pick(candidate, "a ready CPU-pool process to SIGKILL")
         os.kill(pid, signal.SIGKILL)
@@ -266,7 +275,7 @@ def test_workers_die_and_nothing_is_lost_and_nothing_is_silent(target, tmp_path:
     check_every_job(jobs, table)
     assert stats["succeeded"] + stats["dead"] == len(jobs) >= FIRST_WAVE + 8 * WAVE
     assert sum(j.crash_count for j in jobs.values()) > 0, "the kills hit no running job"
-    check_every_kill_was_seen(wg, chaos.kills)
+    check_every_kill_was_seen(wg, chaos.kills, {j.id: j for j in jobs.values()})
 
 
 def check_every_job(jobs: dict[str, Any], table: dict[str, Any]) -> None:
@@ -296,7 +305,8 @@ def check_every_job(jobs: dict[str, Any], table: dict[str, Any]) -> None:
     assert not problems, f"{len(problems)} jobs break the rules:\n" + "\n".join(problems[:30])
 
 
-def check_every_kill_was_seen(wg: Workgroup, kills: list[Kill]) -> None:
+def check_every_kill_was_seen(wg: Workgroup, kills: list[Kill], jobs: dict[UUID, Any]
+                              ) -> None:
     lines = wg.snapshot()
     for kill in kills:
         if kill.kind == "pool":
@@ -304,6 +314,10 @@ def check_every_kill_was_seen(wg: Workgroup, kills: list[Kill]) -> None:
                        if line.get("event") in {"process_pool_broken", "process_pool_process_lost"}
                        and line.get("pid") == kill.pid and line.get("worker") == kill.worker]
             assert noticed, f"no worker line about the death of pool process {kill}"
+            for line in noticed:  # a busy process: its job, and only it, was charged a crash
+                if line["event"] == "process_pool_broken":
+                    job = jobs[UUID(line["job_id"])]
+                    assert job.crash_count >= 1 and "killed by SIGKILL" in (job.last_error or "")
             continue
         exited = [i for i, line in enumerate(lines)
                   if line.get("event") == "workgroup.child_exited"
