@@ -489,6 +489,17 @@ async def test_rescue_expired_only_touches_expired_leases_and_names_the_worker(s
     assert await store.rescue_expired("lease expired") == []
 
 
+async def test_a_sweeper_never_rescues_its_own_workers_runs(store):
+    me, other = uuid7(), uuid7()
+    await store.enqueue([spec(idempotent=True), spec(idempotent=True)])
+    (mine,) = await claim_all(store, me, limit=1, lease=-1)
+    (theirs,) = await claim_all(store, other, limit=1, lease=-1)
+    rescued = await store.rescue_expired("lease expired", exclude_worker=me)
+    assert [r.id for r in rescued] == [theirs.id]
+    assert (await store.get_job(mine.id)).state == "running"  # expired, but known alive
+    assert [r.id for r in await store.rescue_expired("lease expired")] == [mine.id]
+
+
 async def test_concurrent_sweepers_charge_each_expired_run_once(store, target):
     lost = uuid7()
     await store.enqueue([spec(idempotent=True, max_crashes=5) for _ in range(200)])

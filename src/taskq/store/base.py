@@ -132,9 +132,13 @@ class Store(Protocol):
         """An observed death: apply the crash rules to every running job of that worker
         now, and remove the worker row."""
 
-    async def rescue_expired(self, cause: str) -> list[RescuedJob]:
+    async def rescue_expired(
+        self, cause: str, *, exclude_worker: UUID | None = None
+    ) -> list[RescuedJob]:
         """Apply the crash rules to running jobs whose lease expired (one sweeper at a
-        time across processes). ``cause`` is a prefix; the lost worker is named."""
+        time across processes). ``cause`` is a prefix; the lost worker is named. A
+        sweeper passes its own worker as ``exclude_worker``: it knows those runs are
+        alive, whatever their lease says."""
 
     async def prune(
         self, *, succeeded_before: datetime, workers_before: datetime, batch: int = 1000

@@ -427,9 +427,10 @@ class PostgresStore:
         return _rescued(await self._fetchall("rescue_worker", {
             "worker_id": worker_id, "cause": cause, "channel": self.channel}))
 
-    async def rescue_expired(self, cause: str) -> list[RescuedJob]:
+    async def rescue_expired(self, cause: str, *,
+                             exclude_worker: UUID | None = None) -> list[RescuedJob]:
         return _rescued(await self._fetchall("rescue_expired", {
-            "cause": cause, "channel": self.channel,
+            "cause": cause, "channel": self.channel, "exclude_worker": exclude_worker,
             "lock_key": f"taskq-sweep:{self.schema}"}))
 
     async def prune(self, *, succeeded_before: datetime, workers_before: datetime,

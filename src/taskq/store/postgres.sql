@@ -320,6 +320,7 @@ WITH sweeper AS (
     SELECT j.id, j.worker_id, crash_outcome(j.crash_count, j.max_crashes, j.idempotent) AS rule
     FROM jobs j, sweeper
     WHERE sweeper.got AND j.state = 'running' AND j.lease_expires_at < now()
+      AND j.worker_id IS DISTINCT FROM %(exclude_worker)s::uuid
 ), rescued AS (
     UPDATE jobs
     SET crash_count = jobs.crash_count + 1,

@@ -495,15 +495,18 @@ class SqliteStore:
     async def rescue_worker(self, worker_id: UUID, cause: str) -> list[RescuedJob]:
         return await self._run(self._write, self._rescue_worker, str(worker_id), cause)
 
-    def _rescue_expired(self, cause: str) -> list[RescuedJob]:
+    def _rescue_expired(self, cause: str, exclude_worker: UUID | None) -> list[RescuedJob]:
         now = time.time()
-        runs = self._db.execute(Q["expired_runs"], {"now": now}).fetchall()
+        runs = self._db.execute(Q["expired_runs"], {
+            "now": now, "exclude_worker": None if exclude_worker is None else str(exclude_worker),
+        }).fetchall()
         return self._crash(
             [(r[0], r[1], r[2], f"{cause}: worker {r[2]} lease expired") for r in runs], now)
 
-    async def rescue_expired(self, cause: str) -> list[RescuedJob]:
+    async def rescue_expired(self, cause: str, *,
+                             exclude_worker: UUID | None = None) -> list[RescuedJob]:
         # BEGIN IMMEDIATE makes this exclusive across processes: one sweeper at a time.
-        return await self._run(self._write, self._rescue_expired, cause)
+        return await self._run(self._write, self._rescue_expired, cause, exclude_worker)
 
     def _prune(self, succeeded_before: float, workers_before: float,
                batch: int) -> tuple[int, int]:

@@ -222,7 +222,8 @@ SELECT id, attempt, worker_id FROM jobs WHERE worker_id = :worker_id AND state =
 -- name: expired_runs
 -- description: Runs whose lease expired (the sweeper).
 SELECT id, attempt, worker_id FROM jobs
-WHERE state = 'running' AND lease_expires_at < :now;
+WHERE state = 'running' AND lease_expires_at < :now
+  AND worker_id IS NOT :exclude_worker;
 
 -- name: prune_succeeded
 -- description: Delete one batch of succeeded jobs finished before a time.

@@ -4,7 +4,10 @@ At start the worker registers its row (pid, hostname, label, workgroup instance,
 queues). Every ``interval`` seconds one ``store.heartbeat`` call touches the row and
 extends the leases of all the worker's running jobs. The heartbeat has a Store (a
 connection) of its own, so it never queues behind claims and acks; when the store is
-unreachable it backs off and retries (logged once per outage).
+unreachable it backs off and retries (logged once per outage), each retry on a freshly
+built connection pool: the old pool's own reconnect backoff doubles without bound, and a
+heartbeat that comes back seconds after the store did lets leases expire for nothing.
+While the heartbeat is in an outage the fetcher claims nothing (``in_outage``).
 """
 
 from __future__ import annotations
@@ -38,10 +41,21 @@ class Heartbeat:
                 await self.store.heartbeat(self.info.id, self.lease)
             except StoreError as exc:
                 await asyncio.sleep(self._backoff.failed(exc))
+                await self._fresh_connections()
                 continue
             self._backoff.succeeded()
             self.beats += 1
             await asyncio.sleep(self.interval)
+
+    @property
+    def in_outage(self) -> bool:
+        return self._backoff.in_outage
+
+    async def _fresh_connections(self) -> None:
+        try:
+            await self.store.reconnect()
+        except StoreError:
+            pass  # still down: the next beat tries again, after the backoff
 
     async def unregister(self) -> None:
         try:

@@ -5,6 +5,14 @@ jobs whose lease expired (their worker stopped heartbeating: SIGKILL, a lost hos
 store lets one sweeper at a time do it across all workers. Every ``prune_interval``
 seconds it deletes succeeded jobs older than the retention and worker rows silent for
 longer than ``retention_workers``.
+
+Two rules keep a store outage from being mistaken for dead workers:
+
+* a sweeper never rescues its own worker's runs (``exclude_worker``): it knows they are
+  alive, whatever their lease says after the heartbeat could not reach the store;
+* after its own outage it waits ``quiet_after_outage`` (one lease) before rescuing
+  anything, so that every live worker's heartbeat has the time to reach the store again
+  and extend the leases that lapsed while nobody could.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import random
 import time
 from collections.abc import Sequence
 from datetime import timedelta
+from uuid import UUID
 
 from .. import metrics
 from ..exceptions import StoreError
@@ -40,8 +49,12 @@ def count_rescued(rescued: Sequence[RescuedJob], detected_by: str) -> None:
 
 class Sweeper:
     def __init__(self, store: Store, *, interval: float, prune_interval: float,
-                 retention_succeeded: float, retention_workers: float) -> None:
+                 retention_succeeded: float, retention_workers: float,
+                 worker_id: UUID | None = None, quiet_after_outage: float = 0.0) -> None:
         self.store = store
+        self.worker_id = worker_id
+        self.quiet_after_outage = quiet_after_outage
+        self._quiet_until = 0.0
         self.interval = interval
         self.prune_interval = prune_interval
         self.retention_succeeded = retention_succeeded
@@ -53,7 +66,11 @@ class Sweeper:
     async def run(self) -> None:
         while True:
             try:
-                await self.sweep()
+                if self._backoff.in_outage:
+                    await self.store.ping()  # back: give the heartbeats a lease to catch up
+                    self._quiet_until = time.monotonic() + self.quiet_after_outage
+                else:
+                    await self.sweep()
             except StoreError as exc:
                 await asyncio.sleep(self._backoff.failed(exc))
                 continue
@@ -62,7 +79,9 @@ class Sweeper:
             await asyncio.sleep(self.interval * (0.75 + random.random() / 2))
 
     async def sweep(self) -> None:
-        rescued = await self.store.rescue_expired(LEASE_EXPIRED)
+        if time.monotonic() < self._quiet_until:
+            return
+        rescued = await self.store.rescue_expired(LEASE_EXPIRED, exclude_worker=self.worker_id)
         if rescued:
             count_rescued(rescued, "lease_expired")
         self.sweeps += 1

@@ -217,7 +217,8 @@ class Worker:
         sweeper = Sweeper(store, interval=min(config.sweep_interval, max(config.lease / 2, 0.5)),
                           prune_interval=config.prune_interval,
                           retention_succeeded=config.retention_succeeded,
-                          retention_workers=config.retention_workers)
+                          retention_workers=config.retention_workers,
+                          worker_id=self.id, quiet_after_outage=config.lease)
         lag = LagMonitor(self._running_actors)
         health = self.health = HealthServer(ready=self._ready, port=config.health_port,
                                             host=config.health_host,
@@ -233,7 +234,9 @@ class Worker:
         fetcher = self.fetcher = Fetcher(store, self.id, self.queues, buffer, lease=config.lease,
                           poll_interval=config.poll_interval,
                           excluded_actors=lambda: cpu.excluded_actors,
-                          can_claim=lambda: acker.pending < MAX_ACK_BACKLOG)
+                          # no claims while the heartbeat cannot extend their leases
+                          can_claim=lambda: (acker.pending < MAX_ACK_BACKLOG
+                                             and not heartbeat.in_outage))
         await heartbeat.register()
         log.info("worker-started", worker=str(self.id), pid=info.pid, queues=self.queues,
                  concurrency=config.max_concurrency, label=config.worker_label,
