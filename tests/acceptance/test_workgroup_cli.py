@@ -110,3 +110,13 @@ def test_start_exits_1_when_the_health_store_cannot_open(tmp_path: Path) -> None
     )
     assert_one_error_line(run_cli("workgroup", "start", str(config)),
                           "health-check store could not be opened")
+
+
+def test_validate_warns_about_a_startup_grace_too_short_to_register(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path / "wg.toml",
+        '[[workers]]\nname = "api"\n[workers.health]\nenabled = true\nstartup_grace = 0.5\n',
+    )
+    result = run_cli("workgroup", "validate", str(config))
+    assert result.returncode == 0, result.stderr
+    assert 'workers[0] ("api"): health startup_grace 0.5s is shorter than' in result.stderr

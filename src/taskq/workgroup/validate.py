@@ -43,6 +43,13 @@ def warnings_for(config: WorkgroupConfig, registry: Registry | None) -> list[str
             f"{CHILD_TEARDOWN_MARGIN:g}s a child needs to give back its jobs: children may be "
             "SIGKILLed mid-teardown and their running jobs rescued as crashes"
         )
+    for index, w in enumerate(config.workers):
+        if w.health.enabled and w.health.startup_grace < MIN_STARTUP_GRACE:
+            out.append(
+                f'workers[{index}] ("{w.name}"): health startup_grace {w.health.startup_grace:g}s '
+                f"is shorter than a worker takes to start and register (~1-2 s): it may be "
+                "killed as unhealthy before its first heartbeat, over and over"
+            )
     if registry is not None:
         consumed = {q for w in config.workers for q in w.queues}
         for actor in registry:
@@ -52,6 +59,10 @@ def warnings_for(config: WorkgroupConfig, registry: Registry | None) -> list[str
                     "entry consumes (fine if another workgroup or worker does)"
                 )
     return out
+
+
+#: seconds: below this a child may be judged before it could register its row
+MIN_STARTUP_GRACE = 3.0
 
 
 def summarise(config: WorkgroupConfig, registry: Registry | None) -> list[str]:
