@@ -243,7 +243,9 @@ def test_postgres_restart_is_ridden_out_on_backoff_and_charges_nothing(
     assert down and set(down) <= COMPONENTS
     assert all(n == 1 for n in down.values()), f"the outage was logged per attempt: {down}"
     assert set(up) == set(down), f"not every component logged its recovery: {down} {up}"
-    assert max(e["attempts"] for e in up.values()) >= 2, f"no call was retried: {up}"
+    # the outage was really lived through (a call waiting out a pooled-connection timeout
+    # counts as one attempt, so the number of attempts depends on timing; the time does not)
+    assert max(e["down_for"] for e in up.values()) >= 1.0, f"no outage was seen: {up}"
     noisy = Counter((e.get("event"), e.get("component")) for e in lines
                     if e.get("level") in {"warning", "error", "critical"})
     assert all(n == 1 for n in noisy.values()), f"some lines repeat per attempt: {noisy}"

@@ -7,8 +7,9 @@ import asyncio
 import secrets
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import psycopg
@@ -40,19 +41,51 @@ async def tagged_store(target) -> AsyncIterator[tuple[Store, str]]:
 def terminate(dsn: str, application_name: str) -> int:
     with psycopg.connect(dsn, autocommit=True) as conn:
         rows = conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            # with a timeout: returns once each backend is gone (its goodbye sent)
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
             " WHERE application_name = %s AND pid <> pg_backend_pid()",
             (application_name,)).fetchall()
     return len(rows)
 
 
-async def test_killed_connection_is_store_unavailable_once_then_recovers(pg_target):
+def _terminate_when_sleeping(dsn: str, application_name: str) -> int:
+    """Kill the backend of ``application_name`` once it is inside pg_sleep (deadline 20 s)."""
+    deadline = time.monotonic() + 20
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            rows = conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name"
+                " = %s AND state = 'active' AND query LIKE 'SELECT pg_sleep%%'",
+                (application_name,)).fetchall()
+            if rows:
+                return len(rows)
+            time.sleep(0.02)
+    return 0
+
+
+async def test_connections_killed_while_idle_are_replaced_without_failing_a_call(pg_target):
+    """Postgres restarted or an admin killed the backends while the pool sat idle: the
+    next calls get fresh connections instead of StoreUnavailable (a web app's first
+    request after a database restart does not fail)."""
     async with tagged_store(pg_target) as (store, app):
         await store.enqueue([spec()])
-        await asyncio.gather(*(store.stats() for _ in range(6)))  # grow the pool
-        assert terminate(pg_target.dsn, app) >= 2
+        async with AsyncExitStack() as held:  # four connections at once: the pool grows
+            for _ in range(4):
+                await held.enter_async_context(store._connection())  # type: ignore[attr-defined]
+        assert terminate(pg_target.dsn, app) >= 4
+        for _ in range(8):
+            assert (await store.stats())["queued"] == 1
+
+
+async def test_a_connection_killed_mid_call_is_store_unavailable_once_then_recovers(pg_target):
+    async with tagged_store(pg_target) as (store, app):
+        await store.enqueue([spec()])
+        killer = asyncio.create_task(asyncio.to_thread(_terminate_when_sleeping, pg_target.dsn,
+                                                       app))
         with pytest.raises(StoreUnavailable) as info:
-            await store.stats()
+            async with store._connection() as conn:  # type: ignore[attr-defined]
+                await conn.execute("SELECT pg_sleep(30)")
+        assert await killer == 1
         assert isinstance(info.value.__cause__, psycopg.OperationalError)
         assert "\n" not in str(info.value) and "127.0.0.1" in str(info.value)
         assert (await store.stats())["queued"] == 1  # the pool dropped the dead connection

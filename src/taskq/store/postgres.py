@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import select
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing, asynccontextmanager
@@ -71,6 +72,15 @@ def _first_line(exc: BaseException) -> str:
     primary = diag.message_primary if diag is not None else None
     text = (primary or str(exc)).strip() or type(exc).__name__
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def _hung_up(conn: psycopg.AsyncConnection) -> bool:
+    """True if an idle connection's socket has something to read: the server closed it."""
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return True
+    return bool(readable)
 
 
 @overload
@@ -159,12 +169,27 @@ class PostgresStore:
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A pooled connection the server has not hung up on.
+
+        A connection the server closed while it sat idle in the pool (Postgres restarted,
+        ``pg_terminate_backend``) has a readable socket: the server's goodbye or EOF. It
+        is discarded at checkout, with every other dead one, instead of failing the call
+        it was handed to; checking costs one ``select`` and no round trip."""
         pool = self._pool
         if pool is None:
             raise StoreUnavailable(f"the store for {self.display_dsn} is not open")
         try:
-            async with pool.connection(timeout=CHECKOUT_TIMEOUT) as conn:
+            conn = await pool.getconn(timeout=CHECKOUT_TIMEOUT)
+            for _ in range(self._max_size):
+                if not _hung_up(conn):
+                    break
+                await conn.close()
+                await pool.putconn(conn)  # closed: the pool drops it and grows a new one
+                conn = await pool.getconn(timeout=CHECKOUT_TIMEOUT)
+            try:
                 yield conn
+            finally:
+                await pool.putconn(conn)
         except psycopg.Error as exc:
             error = self._translate(exc)
             if isinstance(error, StoreUnavailable):
