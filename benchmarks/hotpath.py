@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=None,
         help="run the worker through the Python API with WorkerConfig(prefetch=N) "
-        "(no CLI flag exists): what claiming ahead of free consumers buys",
+        "(as `taskq worker --prefetch N`): what claiming ahead of free consumers buys",
     )
     p.add_argument("--no-profile", action="store_true", help="time the drain only")
     p.add_argument(
