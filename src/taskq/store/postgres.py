@@ -161,20 +161,16 @@ class PostgresStore:
                 f"Postgres at {self.display_dsn} is unavailable: {_first_line(exc)}")
         return StoreError(f"Postgres error at {self.display_dsn}: {_first_line(exc)}")
 
-    async def _drop_dead_connections(self, pool: AsyncConnectionPool) -> None:
-        try:
-            await asyncio.wait_for(pool.check(), timeout=CONNECT_TIMEOUT)
-        except (psycopg.Error, TimeoutError) as exc:
-            log.warning("store.pool_check_failed", dsn=self.display_dsn, error=_first_line(exc))
-
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
         """A pooled connection the server has not hung up on.
 
         A connection the server closed while it sat idle in the pool (Postgres restarted,
-        ``pg_terminate_backend``) has a readable socket: the server's goodbye or EOF. It
-        is discarded at checkout, with every other dead one, instead of failing the call
-        it was handed to; checking costs one ``select`` and no round trip."""
+        ``pg_terminate_backend``) has a readable socket: the server's goodbye or EOF. Each
+        such connection is discarded at checkout instead of failing the call it was
+        handed to (checking costs one ``select``, no round trip). A connection lost in
+        the middle of a call fails that call with StoreUnavailable; the pool drops it
+        when it comes back closed."""
         pool = self._pool
         if pool is None:
             raise StoreUnavailable(f"the store for {self.display_dsn} is not open")
@@ -191,10 +187,7 @@ class PostgresStore:
             finally:
                 await pool.putconn(conn)
         except psycopg.Error as exc:
-            error = self._translate(exc)
-            if isinstance(error, StoreUnavailable):
-                await self._drop_dead_connections(pool)
-            raise error from exc
+            raise self._translate(exc) from exc
 
     async def _fetchall(self, name: str, params: dict[str, Any] | None = None) -> list[Any]:
         async with self._connection() as conn:
