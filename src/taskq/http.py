@@ -16,6 +16,9 @@ import os
 import stat
 from collections.abc import Awaitable, Callable
 
+from prometheus_client import CollectorRegistry
+
+from . import metrics
 from .logs import get_logger
 
 log = get_logger(__name__)
@@ -96,6 +99,21 @@ class EndpointServer:
             return method, 405, "text/plain", b"method not allowed\n"
         status, content_type, body = await self._route(path)
         return method, status, content_type, body
+
+
+async def probe_route(
+    path: str, *, ready: Callable[[], Awaitable[tuple[bool, str]]], registry: CollectorRegistry
+) -> Response | None:
+    """``/live``, ``/ready`` and ``/metrics``, shared by every taskq process; None for
+    any other path."""
+    if path == "/live":
+        return 200, "text/plain", b"ok\n"
+    if path == "/ready":
+        ok, why = await ready()
+        return (200 if ok else 503), "text/plain", (why + "\n").encode()
+    if path == "/metrics":
+        return 200, METRICS_CONTENT_TYPE, metrics.render(registry)
+    return None
 
 
 def _remove_stale_socket(path: str) -> None:

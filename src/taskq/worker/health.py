@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 
 from .. import metrics
 from ..exceptions import ConfigError
-from ..http import METRICS_CONTENT_TYPE, EndpointServer, Response
+from ..http import EndpointServer, Response, probe_route
 from ..logs import get_logger
 
 log = get_logger(__name__)
@@ -51,11 +51,5 @@ class HealthServer:
         await self._server.close()
 
     async def _route(self, path: str) -> Response:
-        if path == "/live":
-            return 200, "text/plain", b"ok\n"
-        if path == "/ready":
-            ok, why = await self._ready()
-            return (200 if ok else 503), "text/plain", (why + "\n").encode()
-        if path == "/metrics":
-            return 200, METRICS_CONTENT_TYPE, metrics.render(metrics.WORKER)
-        return 404, "text/plain", b"not found: try /live /ready /metrics\n"
+        response = await probe_route(path, ready=self._ready, registry=metrics.WORKER)
+        return response or (404, "text/plain", b"not found: try /live /ready /metrics\n")

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import metrics
-from ..http import METRICS_CONTENT_TYPE, EndpointServer, Response
+from ..http import EndpointServer, Response, probe_route
 
 
 class StatusServer:
@@ -35,14 +35,13 @@ class StatusServer:
     async def close(self) -> None:
         await self._server.close()
 
+    async def _readiness(self) -> tuple[bool, str]:
+        return self._ready()
+
     async def _route(self, path: str) -> Response:
-        if path == "/live":
-            return 200, "text/plain", b"ok\n"
-        if path == "/ready":
-            ok, why = self._ready()
-            return (200 if ok else 503), "text/plain", (why + "\n").encode()
-        if path == "/metrics":
-            return 200, METRICS_CONTENT_TYPE, metrics.render(metrics.WORKGROUP)
+        response = await probe_route(path, ready=self._readiness, registry=metrics.WORKGROUP)
+        if response is not None:
+            return response
         if path == "/status":
             return 200, "application/json", json.dumps(self._status(), indent=2).encode() + b"\n"
         return 404, "text/plain", b"not found: try /live /ready /metrics /status\n"
