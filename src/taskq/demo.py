@@ -151,7 +151,7 @@ def _config(directory: str) -> Any:
 
 
 async def _demo(directory: str) -> int:
-    dsn = os.environ["TASKQ_DSN"]
+    dsn = f"sqlite:///{os.path.join(directory, 'demo.sqlite3')}"
     total = sum(n for _, n in PLAN)
     screen = _Screen(total)
     print(f"taskq demo: {total} jobs, 2 supervised worker processes, store {dsn}\n")
@@ -209,9 +209,6 @@ async def _demo(directory: str) -> int:
 
 def run_demo() -> int:
     directory = tempfile.mkdtemp(prefix="taskq-demo-")
-    # the supervisor (rescues) and its children all use the demo's own store
-    os.environ["TASKQ_DSN"] = f"sqlite:///{os.path.join(directory, 'demo.sqlite3')}"
-    os.environ.pop("TASKQ_DSN_FILE", None)
     if not os.environ.get("TASKQ_DEMO_VERBOSE"):
         logging.getLogger("taskq").setLevel(logging.CRITICAL + 10)  # the demo prints its own lines
     try:

@@ -11,6 +11,8 @@ In-process use (``taskq demo``, tests)::
 
     config = load_config("workgroup.toml")          # or parse_config(dict, path)
     supervisor = Supervisor(config, on_event=print)  # optional: instance=, env=, executable=
+    # env= is the environment the children get; the supervisor's own store (rescue,
+    # health checks) follows it too unless [supervisor] health_pg_dsn is set
     task = asyncio.create_task(supervisor.run())     # install_signal_handlers=True in a CLI
     ...
     supervisor.status()        # the /status JSON as a dict

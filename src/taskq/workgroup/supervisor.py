@@ -27,6 +27,7 @@ from ..exceptions import TaskqError
 from ..ids import uuid7
 from ..logs import get_logger
 from ..restart import RestartPolicy
+from ..settings import read_dsn_file
 from ..store import Store, create_store
 from . import health
 from .child import PIPE_LIMIT, Child, ChildState, build_command, describe_exit, exit_fields
@@ -79,6 +80,7 @@ class Supervisor:
         self._on_event = on_event
         self._http_host = http_host
         self._unhealthy_kill_grace = unhealthy_kill_grace
+        self._env = env
         sup = config.supervisor
         self.children = [
             Child(
@@ -237,10 +239,21 @@ class Supervisor:
     def _on_hangup(self) -> None:
         self.reload()
 
-    async def _open_store(self, *, required: bool) -> None:
+    def _store_settings(self) -> tuple[str | None, str | None]:
+        """The store the children use: ``health_pg_dsn``/``health_pg_schema``, else the
+        environment the children are started with (``env``, or this process's)."""
         sup = self.config.supervisor
+        if self._env is None:
+            return sup.health_pg_dsn, sup.health_pg_schema
+        dsn = sup.health_pg_dsn
+        if dsn is None:
+            dsn_file = self._env.get("TASKQ_DSN_FILE")
+            dsn = read_dsn_file(dsn_file) if dsn_file else self._env.get("TASKQ_DSN")
+        return dsn, sup.health_pg_schema or self._env.get("TASKQ_SCHEMA")
+
+    async def _open_store(self, *, required: bool) -> None:
         try:
-            store = create_store(sup.health_pg_dsn, sup.health_pg_schema)
+            store = create_store(*self._store_settings())
             await asyncio.wait_for(store.open(), STORE_CALL_TIMEOUT)
         except (TaskqError, OSError, TimeoutError) as exc:
             message = exc.message if isinstance(exc, TaskqError) else str(exc) or type(exc).__name__
