@@ -61,6 +61,7 @@ def run_main(
 
 
 SHARED = {
+    "enqueue": lambda peer, a: enqueue_rates(peer, a, peer.enqueue_batch, peer.enqueue_one),
     "drain": lambda peer, a: drain(peer, a),
     "latency": lambda peer, a: latency(peer, a),
     "recovery_bare": lambda peer, a: recovery_bare(peer, a),

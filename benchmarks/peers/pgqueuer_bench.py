@@ -100,9 +100,6 @@ def main() -> None:
         args,
         PgQueuerPeer,
         {
-            "enqueue": lambda peer, a: _common.enqueue_rates(
-                peer, a, peer.enqueue_batch, peer.enqueue_one
-            ),
             **_common.SHARED,
         },
     )

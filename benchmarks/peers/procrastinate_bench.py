@@ -103,9 +103,6 @@ def main() -> None:
         args,
         ProcrastinatePeer,
         {
-            "enqueue": lambda peer, a: _common.enqueue_rates(
-                peer, a, peer.enqueue_batch, peer.enqueue_one
-            ),
             **_common.SHARED,
         },
     )

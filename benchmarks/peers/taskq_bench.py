@@ -435,9 +435,6 @@ def main() -> None:
         args,
         TaskqPeer,
         {
-            "enqueue": lambda peer, a: _common.enqueue_rates(
-                peer, a, peer.enqueue_batch, peer.enqueue_one
-            ),
             **_common.SHARED,
             "recovery_workgroup": recovery_workgroup,
             "claim_scaling": claim_scaling,
