@@ -29,8 +29,12 @@ test: $(STAMP)
 	echo "taskq tests: Postgres at $$dsn"; \
 	TASKQ_TEST_PG_DSN="$$dsn" $(PY) -m pytest $(PYTEST_ARGS)
 
+LINT_PATHS := src tests benchmarks examples scripts
+
+# ruff (lint + format) and mypy --strict on src/; .ci/run runs this before the tests.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/mypy
 
 bench: $(STAMP)

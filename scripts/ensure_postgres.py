@@ -87,8 +87,18 @@ def start_throwaway_cluster() -> str | None:
             check=True,
         )
     subprocess.run(
-        [*run_as, pg_ctl, "-D", str(data), "-l", str(data / "server.log"), "-w",
-         "-o", f"-p {THROWAWAY_PORT} -k /tmp -c listen_addresses=127.0.0.1", "start"],
+        [
+            *run_as,
+            pg_ctl,
+            "-D",
+            str(data),
+            "-l",
+            str(data / "server.log"),
+            "-w",
+            "-o",
+            f"-p {THROWAWAY_PORT} -k /tmp -c listen_addresses=127.0.0.1",
+            "start",
+        ],
         capture_output=True,
         check=False,
     )

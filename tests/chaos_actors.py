@@ -88,6 +88,7 @@ def _sync_run(key: str, seconds: float, work: Callable[[float], object] = time.s
 
 # -- the chaos mix ------------------------------------------------------------------------
 
+
 @registry.actor(idempotent=True)
 async def idem_async(key: str, seconds: float) -> str:
     return await _async_run(key, seconds)
@@ -140,6 +141,7 @@ RAISING = frozenset({"always_fails", "fails_once"})
 
 
 # -- the Postgres restart test ------------------------------------------------------------
+
 
 @outage_registry.actor(idempotent=False)
 async def slow_once(key: str, seconds: float) -> str:

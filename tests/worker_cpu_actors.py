@@ -29,8 +29,9 @@ def cpu_exit_once(key: str) -> None:
     os._exit(3)
 
 
-@registry.actor(cpu_bound=True, max_attempts=2,
-                retry_backoff=RetryBackoff(initial=0.01, maximum=0.05))
+@registry.actor(
+    cpu_bound=True, max_attempts=2, retry_backoff=RetryBackoff(initial=0.01, maximum=0.05)
+)
 def cpu_raises(key: str) -> None:
     record("run", key)
     raise KeyError(key)

@@ -33,15 +33,21 @@ def runs_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def config_for(target: Any, **overrides: Any) -> WorkerConfig:
-    values: dict[str, Any] = {"actors": ACTORS, "dsn": target.dsn, "schema": target.schema,
-                              "max_concurrency": 4, **FAST}
+    values: dict[str, Any] = {
+        "actors": ACTORS,
+        "dsn": target.dsn,
+        "schema": target.schema,
+        "max_concurrency": 4,
+        **FAST,
+    }
     values.update(overrides)
     return WorkerConfig(**values)
 
 
 @contextlib.asynccontextmanager
-async def running_worker(target: Any, *, middleware: Sequence[Any] = (),
-                         **overrides: Any) -> AsyncIterator[Worker]:
+async def running_worker(
+    target: Any, *, middleware: Sequence[Any] = (), **overrides: Any
+) -> AsyncIterator[Worker]:
     worker = Worker(config_for(target, **overrides), middleware=middleware)
     task = asyncio.create_task(worker.run())
 
@@ -58,30 +64,48 @@ async def running_worker(target: Any, *, middleware: Sequence[Any] = (),
         worker.exit_code = await asyncio.wait_for(task, 60)
 
 
-async def wait_for_states(store: Store, ids: Sequence[Any], states: set[str], *,
-                          timeout: float = 30.0) -> list[Any]:
+async def wait_for_states(
+    store: Store, ids: Sequence[Any], states: set[str], *, timeout: float = 30.0
+) -> list[Any]:
     async def all_there() -> list[Any] | None:
         jobs = [await store.get_job(i) for i in ids]
         return jobs if all(j is not None and j.state in states for j in jobs) else None
 
-    return await async_wait_until(all_there, timeout=timeout,
-                                  what=f"{len(ids)} jobs to reach {sorted(states)}")
+    return await async_wait_until(
+        all_there, timeout=timeout, what=f"{len(ids)} jobs to reach {sorted(states)}"
+    )
 
 
 class WorkerProcess:
     """A real ``python -m taskq worker`` subprocess with its stderr (JSON logs) captured."""
 
-    def __init__(self, target: Any, *args: str, env: dict[str, str] | None = None,
-                 log_path: Path) -> None:
+    def __init__(
+        self, target: Any, *args: str, env: dict[str, str] | None = None, log_path: Path
+    ) -> None:
         self.log_path = log_path
         self._log = open(log_path, "wb")  # closed in wait()
         full_env = dict(target.env if env is None else env)
         full_env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(ROOT), full_env.get("PYTHONPATH", "")) if p)
-        cmd = [sys.executable, "-m", "taskq", "worker", "--actors", ACTORS,
-               "--heartbeat-interval", "0.3", "--lease", "2", "--poll-interval", "0.1", *args]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL,
-                                     stderr=self._log)
+            p for p in (str(ROOT), full_env.get("PYTHONPATH", "")) if p
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "taskq",
+            "worker",
+            "--actors",
+            ACTORS,
+            "--heartbeat-interval",
+            "0.3",
+            "--lease",
+            "2",
+            "--poll-interval",
+            "0.1",
+            *args,
+        ]
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=self._log
+        )
 
     @property
     def pid(self) -> int:
@@ -101,8 +125,10 @@ class WorkerProcess:
         def seen() -> dict[str, Any] | None:
             found = self.events(name)
             if not found and self.proc.poll() is not None:
-                raise AssertionError(f"worker exited ({self.proc.returncode}) before {name!r}:\n"
-                                     + self.log_path.read_text())
+                raise AssertionError(
+                    f"worker exited ({self.proc.returncode}) before {name!r}:\n"
+                    + self.log_path.read_text()
+                )
             return found[0] if found else None
 
         return wait_until(seen, timeout=timeout, what=f"log event {name!r}")
@@ -122,7 +148,6 @@ class WorkerProcess:
         self.wait(10)
 
 
-
 def _request(path: str) -> bytes:
     return f"GET {path} HTTP/1.0\r\nHost: taskq\r\n\r\n".encode()
 
@@ -132,8 +157,9 @@ def _parse(raw: bytes) -> tuple[int, str]:
     return int(head.split()[1]), body.decode()
 
 
-async def http_get(path: str, *, socket_path: str | None = None,
-                   port: int | None = None) -> tuple[int, str]:
+async def http_get(
+    path: str, *, socket_path: str | None = None, port: int | None = None
+) -> tuple[int, str]:
     """GET from a worker's health server (Unix socket or 127.0.0.1:port)."""
     if socket_path is not None:
         reader, writer = await asyncio.open_unix_connection(socket_path)
@@ -147,8 +173,9 @@ async def http_get(path: str, *, socket_path: str | None = None,
     return _parse(raw)
 
 
-def http_get_sync(path: str, *, socket_path: str | None = None,
-                  port: int | None = None) -> tuple[int, str]:
+def http_get_sync(
+    path: str, *, socket_path: str | None = None, port: int | None = None
+) -> tuple[int, str]:
     import socket
 
     if socket_path is not None:

@@ -17,8 +17,11 @@ class Records(logging.Handler):
         self.records.append(record)
 
     def events(self, name: str) -> list[dict[str, Any]]:
-        return [{"level": r.levelname.lower(), **getattr(r, "taskq_fields", {})}
-                for r in list(self.records) if r.getMessage() == name]
+        return [
+            {"level": r.levelname.lower(), **getattr(r, "taskq_fields", {})}
+            for r in list(self.records)
+            if r.getMessage() == name
+        ]
 
 
 @contextmanager

@@ -53,10 +53,17 @@ def taskq_env(env: dict[str, str] | None = None, **extra: str) -> dict[str, str]
     return out
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None,
-            timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "taskq", *args], cwd=REPO, env=taskq_env(env),
-                          capture_output=True, text=True, timeout=timeout)
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "taskq", *args],
+        cwd=REPO,
+        env=taskq_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 class Workgroup:
@@ -65,8 +72,12 @@ class Workgroup:
         self._lock = threading.Lock()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "taskq", "workgroup", "start", str(config)],
-            cwd=REPO, env=taskq_env(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True,
+            cwd=REPO,
+            env=taskq_env(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
         )
         self._readers = [
             threading.Thread(target=self._read, args=(self.proc.stderr,), daemon=True),
@@ -95,13 +106,20 @@ class Workgroup:
 
     def events(self, event: str, **match: Any) -> list[dict[str, Any]]:
         return [
-            line for line in self.snapshot()
+            line
+            for line in self.snapshot()
             if line.get("event") == event and all(line.get(k) == v for k, v in match.items())
         ]
 
-    def wait_event(self, event: str, *, count: int = 1, timeout: float = 30.0,
-                   where: Callable[[dict[str, Any]], bool] | None = None,
-                   **match: Any) -> list[dict[str, Any]]:
+    def wait_event(
+        self,
+        event: str,
+        *,
+        count: int = 1,
+        timeout: float = 30.0,
+        where: Callable[[dict[str, Any]], bool] | None = None,
+        **match: Any,
+    ) -> list[dict[str, Any]]:
         def found() -> list[dict[str, Any]]:
             hits = [e for e in self.events(event, **match) if where is None or where(e)]
             return hits if len(hits) >= count else []
@@ -119,8 +137,7 @@ class Workgroup:
         return {e["child_pid"] for e in self.events("workgroup.child_started")}
 
     def started_pid(self, worker: str, *, nth: int = 1, timeout: float = 30.0) -> int:
-        hits = self.wait_event("workgroup.child_started", count=nth, worker=worker,
-                               timeout=timeout)
+        hits = self.wait_event("workgroup.child_started", count=nth, worker=worker, timeout=timeout)
         return hits[nth - 1]["child_pid"]
 
     @property

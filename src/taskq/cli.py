@@ -151,17 +151,31 @@ def build_parser() -> argparse.ArgumentParser:
     health = w.add_mutually_exclusive_group()
     health.add_argument("--health-port", type=_port, default=None, metavar="N")
     health.add_argument("--health-socket-path", default=None, metavar="P")
-    w.add_argument("--health-host", default="0.0.0.0", metavar="ADDR",
-                   help="interface --health-port binds to (default 0.0.0.0)")
+    w.add_argument(
+        "--health-host",
+        default="0.0.0.0",
+        metavar="ADDR",
+        help="interface --health-port binds to (default 0.0.0.0)",
+    )
     w.add_argument("--heartbeat-interval", type=_positive_seconds, default=2.0, metavar="S")
     w.add_argument("--lease", type=_positive_seconds, default=10.0, metavar="S")
     w.add_argument("--shutdown-grace", type=_seconds, default=30.0, metavar="S")
     w.add_argument("--force-update-actor-config", action="store_true")
-    w.add_argument("--prefetch", type=_prefetch, default=0, metavar="N|auto",
-                   help="claimed jobs that may wait beyond the free consumers (default 0; "
-                   "'auto': up to one per consumer while jobs take under 5 ms)")
-    w.add_argument("--middleware", action="append", default=[], metavar="MODULE:ATTR",
-                   help="worker middleware (repeatable)")
+    w.add_argument(
+        "--prefetch",
+        type=_prefetch,
+        default=0,
+        metavar="N|auto",
+        help="claimed jobs that may wait beyond the free consumers (default 0; "
+        "'auto': up to one per consumer while jobs take under 5 ms)",
+    )
+    w.add_argument(
+        "--middleware",
+        action="append",
+        default=[],
+        metavar="MODULE:ATTR",
+        help="worker middleware (repeatable)",
+    )
     w.add_argument(
         "--cpu-workers",
         type=_positive_int,

@@ -25,8 +25,13 @@ log = get_logger(__name__)
 
 READ_TIMEOUT = 5.0
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-            503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    503: "Service Unavailable",
+}
 
 Response = tuple[int, str, bytes]
 Route = Callable[[str], Awaitable[Response]]
@@ -72,10 +77,13 @@ class EndpointServer:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             method, status, content_type, body = await asyncio.wait_for(
-                self._respond(reader), READ_TIMEOUT)
-            head = (f"HTTP/1.0 {status} {_REASONS.get(status, '')}\r\n"
-                    f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
-                    "Connection: close\r\n\r\n").encode()
+                self._respond(reader), READ_TIMEOUT
+            )
+            head = (
+                f"HTTP/1.0 {status} {_REASONS.get(status, '')}\r\n"
+                f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+                "Connection: close\r\n\r\n"
+            ).encode()
             writer.write(head if method == "HEAD" else head + body)
             await writer.drain()
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError, ValueError):

@@ -92,6 +92,7 @@ class Kill:
 
 # -- /proc ----------------------------------------------------------------------------
 
+
 def proc_table() -> dict[int, tuple[str, int, int]]:
     """pid -> (state, ppid, session) of every process now."""
     table = {}
@@ -111,16 +112,17 @@ def pool_processes(worker_pid: int) -> set[int]:
     """The worker's grandchildren: the processes its forkserver forked for the CPU pool."""
     table = proc_table()
     children = {pid for pid, (_s, ppid, _sid) in table.items() if ppid == worker_pid}
-    return {pid for pid, (state, ppid, _sid) in table.items()
-            if ppid in children and state != "Z"}
+    return {pid for pid, (state, ppid, _sid) in table.items() if ppid in children and state != "Z"}
 
 
 def session_members(session: int) -> set[int]:
-    return {pid for pid, (state, _ppid, sid) in proc_table().items()
-            if sid == session and state != "Z"}
+    return {
+        pid for pid, (state, _ppid, sid) in proc_table().items() if sid == session and state != "Z"
+    }
 
 
 # -- the run --------------------------------------------------------------------------
+
 
 class Chaos:
     """One seeded chaos run against one workgroup."""
@@ -138,7 +140,8 @@ class Chaos:
         for index, (actor, _weight, (low, high)) in enumerate(picked, start=len(self.jobs)):
             key = f"j{index:04d}"
             by_actor.setdefault(actor.name, []).append(
-                ((key, round(self.rng.uniform(low, high), 3)), {}))
+                ((key, round(self.rng.uniform(low, high), 3)), {})
+            )
         for name, items in by_actor.items():
             ids = self.client.enqueue_many(actors.registry.get(name), items)
             for (args, _kwargs), job_id in zip(items, ids, strict=True):
@@ -149,16 +152,24 @@ class Chaos:
     def living_workers(self, *, busy: bool = False) -> list[dict[str, Any]]:
         """Children running a worker that has started (row registered, handlers in); with
         ``busy``, only those the store shows running a job right now."""
-        started = {(e["worker"], e["pid"]): e["child_worker"]
-                   for e in self.wg.events("worker-started")}
+        started = {
+            (e["worker"], e["pid"]): e["child_worker"] for e in self.wg.events("worker-started")
+        }
         running = {str(j.worker_id) for j in self.client.list(state="running", limit=1000)}
-        return [c for c in self.wg.status()["children"]
-                if c["state"] == "running" and c["pid"] is not None and c["pid"] != self.stopped
-                and (c["name"], c["pid"]) in started and pid_alive(c["pid"])
-                and (not busy or started[(c["name"], c["pid"])] in running)]
+        return [
+            c
+            for c in self.wg.status()["children"]
+            if c["state"] == "running"
+            and c["pid"] is not None
+            and c["pid"] != self.stopped
+            and (c["name"], c["pid"]) in started
+            and pid_alive(c["pid"])
+            and (not busy or started[(c["name"], c["pid"])] in running)
+        ]
 
     def _pick(self, condition: Any, what: str) -> Any:
         """Poll for a target; keep work queued meanwhile, so that "busy" can come true."""
+
         def found() -> Any:
             if self.client.stats()["queued"] == 0:
                 self.enqueue_wave(TOP_UP)
@@ -167,23 +178,31 @@ class Chaos:
         try:
             return wait_until(found, timeout=30, interval=0.1, what=what)
         except AssertionError as exc:
-            raise AssertionError(f"{exc}\nkills so far: {self.kills}\nstatus: "
-                                 f"{json.dumps(self.wg.status()['children'])}") from None
+            raise AssertionError(
+                f"{exc}\nkills so far: {self.kills}\nstatus: "
+                f"{json.dumps(self.wg.status()['children'])}"
+            ) from None
 
     # -- the blows ----------------------------------------------------------------------
 
     def kill_worker(self) -> None:
-        child = self._pick(lambda: self.rng.choice(self.living_workers(busy=True) or [None]),
-                           "a worker child running a job to SIGKILL")
+        child = self._pick(
+            lambda: self.rng.choice(self.living_workers(busy=True) or [None]),
+            "a worker child running a job to SIGKILL",
+        )
         os.kill(child["pid"], signal.SIGKILL)
         self.kills.append(Kill("worker", child["name"], child["pid"]))
         self.wg.wait_event("workgroup.child_exited", child_pid=child["pid"])
 
     def stop_worker(self) -> None:
         """SIGSTOP a child that is past its health-check startup grace."""
+
         def candidate() -> dict[str, Any] | None:
-            old = [c for c in self.living_workers(busy=True)
-                   if (c["uptime_seconds"] or 0) > STARTUP_GRACE + 0.5]
+            old = [
+                c
+                for c in self.living_workers(busy=True)
+                if (c["uptime_seconds"] or 0) > STARTUP_GRACE + 0.5
+            ]
             return self.rng.choice(old) if old else None
 
         child = self._pick(candidate, "a busy worker child past its startup grace to SIGSTOP")
@@ -198,8 +217,11 @@ class Chaos:
 
         def candidate() -> tuple[str, int] | None:
             ready = {e["pid"] for e in self.wg.events("process_pool_process_ready")}
-            found = [(c["name"], pid) for c in self.living_workers()
-                     for pid in sorted(pool_processes(c["pid"]) & ready)]
+            found = [
+                (c["name"], pid)
+                for c in self.living_workers()
+                for pid in sorted(pool_processes(c["pid"]) & ready)
+            ]
             table = proc_table()
             busy = [(name, pid) for name, pid in found if table.get(pid, ("?",))[0] == "R"]
             if busy or time.monotonic() > idle_ok_at:
@@ -211,9 +233,11 @@ class Chaos:
         self.kills.append(Kill("pool", worker, pid))
 
         def noticed() -> bool:  # a busy process fails its job; an idle one is just replaced
-            return bool(self.wg.events("process_pool_broken", worker=worker, pid=pid)
-                        or self.wg.events("process_pool_process_lost", worker=worker, pid=pid)
-                        or not self._worker_alive(worker))
+            return bool(
+                self.wg.events("process_pool_broken", worker=worker, pid=pid)
+                or self.wg.events("process_pool_process_lost", worker=worker, pid=pid)
+                or not self._worker_alive(worker)
+            )
 
         wait_until(noticed, timeout=30, what=f"worker {worker} to notice pool process {pid} die")
 
@@ -226,8 +250,9 @@ class Chaos:
         blows.insert(2, "stop")  # at least one child has not been killed by then
         for blow in blows:
             self.enqueue_wave(WAVE)
-            {"worker": self.kill_worker, "pool": self.kill_pool_process,
-             "stop": self.stop_worker}[blow]()
+            {"worker": self.kill_worker, "pool": self.kill_pool_process, "stop": self.stop_worker}[
+                blow
+            ]()
             time.sleep(self.rng.uniform(0.3, 0.8))  # pacing between blows, not a wait
 
 
@@ -239,14 +264,17 @@ def workgroups() -> Iterator[list[Workgroup]]:
         wg.cleanup()
 
 
-def test_workers_die_and_nothing_is_lost_and_nothing_is_silent(target, tmp_path: Path,
-                                                              workgroups) -> None:
+def test_workers_die_and_nothing_is_lost_and_nothing_is_silent(
+    target, tmp_path: Path, workgroups
+) -> None:
     runs = tmp_path / "runs.log"
     env = {**target.env, actors.RUNS_ENV: str(runs)}
     assert run_cli("migrate", env=env).returncode == 0
-    config = write_config(tmp_path / "wg.toml",
-                          CONFIG + "".join(WORKER.format(name=n) for n in WORKERS),
-                          actors="tests.chaos_actors:registry")
+    config = write_config(
+        tmp_path / "wg.toml",
+        CONFIG + "".join(WORKER.format(name=n) for n in WORKERS),
+        actors="tests.chaos_actors:registry",
+    )
     wg = Workgroup(config, env)
     workgroups.append(wg)
     with Client(target.dsn, schema=target.schema) as client:
@@ -282,11 +310,14 @@ def check_every_job(jobs: dict[str, Any], table: dict[str, Any]) -> None:
     problems = []
     for key, job in jobs.items():
         starts, dones = table["start"][key], table["done"][key]
-        facts = (f"{key} {job.actor} state={job.state}/{job.dead_reason} attempts={job.attempts}"
-                 f" crashes={job.crash_count} starts={starts} dones={dones} "
-                 f"last_error={(job.last_error or '')[:160]!r}")
+        facts = (
+            f"{key} {job.actor} state={job.state}/{job.dead_reason} attempts={job.attempts}"
+            f" crashes={job.crash_count} starts={starts} dones={dones} "
+            f"last_error={(job.last_error or '')[:160]!r}"
+        )
         ok = job.state == "succeeded" or (
-            job.state == "dead" and job.dead_reason in {"failed", "poison", "crashed"})
+            job.state == "dead" and job.dead_reason in {"failed", "poison", "crashed"}
+        )
         ok = ok and (job.dead_reason != "crashed" or not job.idempotent)
         ok = ok and (job.dead_reason != "poison" or job.crash_count >= job.max_crashes)
         # a run the store does not know about never happened; attempts bound the re-runs
@@ -297,59 +328,78 @@ def check_every_job(jobs: dict[str, Any], table: dict[str, Any]) -> None:
             ok = ok and (job.state != "succeeded" or starts == dones == 1)
         if job.dead_reason == "failed":
             ok = ok and job.actor in actors.RAISING and "refused on purpose" in job.last_error
-        if job.crash_count and (job.dead_reason in {"crashed", "poison"}
-                                or job.actor not in actors.RAISING):
+        if job.crash_count and (
+            job.dead_reason in {"crashed", "poison"} or job.actor not in actors.RAISING
+        ):
             ok = ok and CAUSE.search(job.last_error or "") is not None  # the cause is named
         if not ok:
             problems.append(facts)
     assert not problems, f"{len(problems)} jobs break the rules:\n" + "\n".join(problems[:30])
 
 
-def check_every_kill_was_seen(wg: Workgroup, kills: list[Kill], jobs: dict[UUID, Any]
-                              ) -> None:
+def check_every_kill_was_seen(wg: Workgroup, kills: list[Kill], jobs: dict[UUID, Any]) -> None:
     lines = wg.snapshot()
     for kill in kills:
         if kill.kind == "pool":
-            noticed = [line for line in lines
-                       if line.get("event") in {"process_pool_broken", "process_pool_process_lost"}
-                       and line.get("pid") == kill.pid and line.get("worker") == kill.worker]
+            noticed = [
+                line
+                for line in lines
+                if line.get("event") in {"process_pool_broken", "process_pool_process_lost"}
+                and line.get("pid") == kill.pid
+                and line.get("worker") == kill.worker
+            ]
             assert noticed, f"no worker line about the death of pool process {kill}"
             for line in noticed:  # a busy process: its job, and only it, was charged a crash
                 if line["event"] == "process_pool_broken":
                     job = jobs[UUID(line["job_id"])]
                     assert job.crash_count >= 1 and "killed by SIGKILL" in (job.last_error or "")
             continue
-        exited = [i for i, line in enumerate(lines)
-                  if line.get("event") == "workgroup.child_exited"
-                  and line.get("child_pid") == kill.pid]
+        exited = [
+            i
+            for i, line in enumerate(lines)
+            if line.get("event") == "workgroup.child_exited" and line.get("child_pid") == kill.pid
+        ]
         assert exited, f"the supervisor never saw {kill} exit"
-        restart = next((line for line in lines[exited[0]:]
-                        if line.get("event") == "workgroup.restart_scheduled"
-                        and line.get("worker") == kill.worker), None)
+        restart = next(
+            (
+                line
+                for line in lines[exited[0] :]
+                if line.get("event") == "workgroup.restart_scheduled"
+                and line.get("worker") == kill.worker
+            ),
+            None,
+        )
         assert restart is not None, f"no workgroup.restart_scheduled after {kill}"
         assert restart["reason"] == ("unhealthy" if kill.kind == "stop" else "child_exit")
         assert "killed by SIGKILL" in restart["exit_cause"], json.dumps(restart)
         if kill.kind == "stop":
             assert "heartbeat stale" in restart["exit_cause"], json.dumps(restart)
-        rescued = [line for line in lines if line.get("event") == "workgroup.jobs_rescued"
-                   and line.get("child_pid") == kill.pid]
+        rescued = [
+            line
+            for line in lines
+            if line.get("event") == "workgroup.jobs_rescued" and line.get("child_pid") == kill.pid
+        ]
         assert rescued, f"the supervisor did not rescue the jobs of {kill} at once"
     assert not [line for line in lines if line.get("event") == "workgroup-burst-limit-exceeded"]
 
 
-def test_a_clean_stop_with_health_checks_on_calls_no_child_unhealthy(target, tmp_path: Path,
-                                                                     workgroups) -> None:
+def test_a_clean_stop_with_health_checks_on_calls_no_child_unhealthy(
+    target, tmp_path: Path, workgroups
+) -> None:
     """Nothing falsely loud either: a worker that stops on the supervisor's SIGTERM removes
     its row just before it exits; the health check must not take that for a dead child."""
     env = {**target.env, actors.RUNS_ENV: str(tmp_path / "runs.log")}
     assert run_cli("migrate", env=env).returncode == 0
-    health = ("[workers.health]\nenabled = true\ncheck_interval = 0.02\nstale_after = 1.5\n"
-              "startup_grace = 1.0\n")
+    health = (
+        "[workers.health]\nenabled = true\ncheck_interval = 0.02\nstale_after = 1.5\n"
+        "startup_grace = 1.0\n"
+    )
     config = write_config(
         tmp_path / "wg.toml",
         "[supervisor]\nshutdown_grace = 20.0\nhttp_port = 0\n"
         + "".join(f'[[workers]]\nname = "{n}"\n{health}' for n in WORKERS),
-        actors="tests.workgroup_actors:registry")
+        actors="tests.workgroup_actors:registry",
+    )
     wg = Workgroup(config, env)
     workgroups.append(wg)
     wg.wait_event("worker-started", count=len(WORKERS))

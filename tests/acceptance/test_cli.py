@@ -230,8 +230,9 @@ async def test_retry_a_queued_job_is_refused_but_others_proceed(migrated: StoreT
     assert f"re-queued {dead}" in proc.stdout
 
 
-@pytest.mark.parametrize(("value", "fragment"), [("-1", "expected an integer >= 0"),
-                                                 ("lots", "expected an integer")])
+@pytest.mark.parametrize(
+    ("value", "fragment"), [("-1", "expected an integer >= 0"), ("lots", "expected an integer")]
+)
 def test_bad_prefetch(sqlite_target: StoreTarget, value: str, fragment: str) -> None:
     proc = taskq(sqlite_target, "worker", "--actors", "x:y", "--prefetch", value, check=False)
     assert proc.returncode == 2

@@ -56,9 +56,11 @@ COMPONENTS = {"fetcher", "acker", "heartbeat", "sweeper"}
 def postgres_bin() -> Path:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
     if not found:
-        pytest.fail("no Postgres server binaries in /usr/lib/postgresql/*/bin (initdb, pg_ctl):"
-                    " install the postgresql package; this test needs a cluster of its own",
-                    pytrace=False)
+        pytest.fail(
+            "no Postgres server binaries in /usr/lib/postgresql/*/bin (initdb, pg_ctl):"
+            " install the postgresql package; this test needs a cluster of its own",
+            pytrace=False,
+        )
     return Path(found[-1]).parent
 
 
@@ -82,15 +84,31 @@ class Cluster:
             self.run_as = ["runuser", "-u", "postgres", "--"]
             shutil.chown(self.base, "postgres", "postgres")
         self.dsn = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-        self._pg("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
-                 "--no-sync", "-E", "UTF8")
+        self._pg(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        )
 
     def _pg(self, tool: str, *args: str) -> None:
-        done = subprocess.run([*self.run_as, str(self.bin / tool), *args], capture_output=True,
-                              text=True, timeout=120, check=False)
+        done = subprocess.run(
+            [*self.run_as, str(self.bin / tool), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         if done.returncode != 0:
-            raise AssertionError(f"{tool} {' '.join(args)} failed ({done.returncode}):\n"
-                                 f"{done.stdout}{done.stderr}\n{self.server_log()}")
+            raise AssertionError(
+                f"{tool} {' '.join(args)} failed ({done.returncode}):\n"
+                f"{done.stdout}{done.stderr}\n{self.server_log()}"
+            )
 
     def server_log(self) -> str:
         try:
@@ -99,10 +117,23 @@ class Cluster:
             return "(no server log)"
 
     def start(self) -> None:
-        options = (f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 "
-                   "-c fsync=off -c full_page_writes=off")
-        self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options,
-                 "-w", "-t", "60", "start")
+        options = (
+            f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 "
+            "-c fsync=off -c full_page_writes=off"
+        )
+        self._pg(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
         wait_until(self.answers, timeout=30, what=f"the cluster on port {self.port} to answer")
 
     def stop(self) -> None:
@@ -154,10 +185,23 @@ def spawn_worker(worker_env: dict[str, str], tmp_path: Path) -> Iterator[Any]:
     started: list[WorkerProcess] = []
 
     def spawn(lease: float) -> WorkerProcess:
-        process = WorkerProcess(None, "--actors", ACTORS, "--max-concurrency", "8",
-                                "--health-port", "0", "--lease", str(lease),
-                                "--heartbeat-interval", str(HEARTBEAT), "--poll-interval", "0.2",
-                                env=worker_env, log_path=tmp_path / f"worker{len(started)}.log")
+        process = WorkerProcess(
+            None,
+            "--actors",
+            ACTORS,
+            "--max-concurrency",
+            "8",
+            "--health-port",
+            "0",
+            "--lease",
+            str(lease),
+            "--heartbeat-interval",
+            str(HEARTBEAT),
+            "--poll-interval",
+            "0.2",
+            env=worker_env,
+            log_path=tmp_path / f"worker{len(started)}.log",
+        )
         started.append(process)
         process.wait_for_event("worker-started")
         return process
@@ -180,8 +224,9 @@ def enqueue(client: Client, count: int, seconds: float, prefix: str) -> dict[str
     """Half non-idempotent async, half idempotent sync jobs; key -> job id."""
     once = [((f"{prefix}{i:04d}", seconds), {}) for i in range(0, count, 2)]
     idem = [((f"{prefix}{i:04d}", seconds), {}) for i in range(1, count, 2)]
-    ids = client.enqueue_many(actors.slow_once, once) + client.enqueue_many(actors.slow_idem_sync,
-                                                                            idem)
+    ids = client.enqueue_many(actors.slow_once, once) + client.enqueue_many(
+        actors.slow_idem_sync, idem
+    )
     return {args[0]: job_id for (args, _), job_id in zip(once + idem, ids, strict=True)}
 
 
@@ -200,18 +245,30 @@ def wait_all_succeeded(client: Client, ids: dict[str, Any], timeout: float) -> d
 
 def assert_each_ran_once(jobs: dict[str, Any], runs: Path) -> None:
     table = actors.side_table(runs)
-    wrong = {key: (job.state, job.attempts, job.crash_count, table["start"][key],
-                   table["done"][key], (job.last_error or "")[:120])
-             for key, job in jobs.items()
-             if (job.state, job.attempts, job.crash_count) != ("succeeded", 1, 0)
-             or table["start"][key] != 1 or table["done"][key] != 1}
-    assert not wrong, (f"{len(wrong)} of {len(jobs)} jobs not succeeded exactly once "
-                       f"(state, attempts, crashes, starts, dones, last_error): "
-                       f"{dict(list(wrong.items())[:20])}")
+    wrong = {
+        key: (
+            job.state,
+            job.attempts,
+            job.crash_count,
+            table["start"][key],
+            table["done"][key],
+            (job.last_error or "")[:120],
+        )
+        for key, job in jobs.items()
+        if (job.state, job.attempts, job.crash_count) != ("succeeded", 1, 0)
+        or table["start"][key] != 1
+        or table["done"][key] != 1
+    }
+    assert not wrong, (
+        f"{len(wrong)} of {len(jobs)} jobs not succeeded exactly once "
+        f"(state, attempts, crashes, starts, dones, last_error): "
+        f"{dict(list(wrong.items())[:20])}"
+    )
 
 
 def test_postgres_restart_is_ridden_out_on_backoff_and_charges_nothing(
-        cluster: Cluster, worker_env: dict[str, str], spawn_worker: Any) -> None:
+    cluster: Cluster, worker_env: dict[str, str], spawn_worker: Any
+) -> None:
     """Down for longer than a store call waits for a connection (so each component fails
     more than once), but not past the lease."""
     runs = Path(worker_env[actors.RUNS_ENV])
@@ -219,8 +276,11 @@ def test_postgres_restart_is_ridden_out_on_backoff_and_charges_nothing(
     assert restarts_metric(worker) == 0
     with Client(cluster.dsn, schema="taskq") as client:
         ids = enqueue(client, 300, 0.1, "r")
-        wait_until(lambda: actors.side_table(runs)["done"].total() >= 60, timeout=60,
-                   what="a fifth of the jobs done before the restart")
+        wait_until(
+            lambda: actors.side_table(runs)["done"].total() >= 60,
+            timeout=60,
+            what="a fifth of the jobs done before the restart",
+        )
         since = len(worker.logs())
 
         cluster.stop()
@@ -246,8 +306,11 @@ def test_postgres_restart_is_ridden_out_on_backoff_and_charges_nothing(
     # the outage was really lived through (a call waiting out a pooled-connection timeout
     # counts as one attempt, so the number of attempts depends on timing; the time does not)
     assert max(e["down_for"] for e in up.values()) >= 1.0, f"no outage was seen: {up}"
-    noisy = Counter((e.get("event"), e.get("component")) for e in lines
-                    if e.get("level") in {"warning", "error", "critical"})
+    noisy = Counter(
+        (e.get("event"), e.get("component"))
+        for e in lines
+        if e.get("level") in {"warning", "error", "critical"}
+    )
     assert all(n == 1 for n in noisy.values()), f"some lines repeat per attempt: {noisy}"
     assert_each_ran_once(jobs, runs)
     worker.signal(signal.SIGTERM)
@@ -255,7 +318,8 @@ def test_postgres_restart_is_ridden_out_on_backoff_and_charges_nothing(
 
 
 def test_store_down_longer_than_the_lease_runs_no_job_twice(
-        cluster: Cluster, worker_env: dict[str, str], spawn_worker: Any) -> None:
+    cluster: Cluster, worker_env: dict[str, str], spawn_worker: Any
+) -> None:
     """Down for two leases while eight long jobs run. After the restart the worker's own
     sweeper must not take its leases for those of a dead worker: its heartbeat has its own
     connection pool, which may reconnect seconds after the sweeper's (each pool backs off
@@ -267,8 +331,11 @@ def test_store_down_longer_than_the_lease_runs_no_job_twice(
     with Client(cluster.dsn, schema="taskq") as client:
         # eight jobs that run across the whole outage, and a queue behind them
         long_ids = enqueue(client, 8, LEASE + 4.0, "long")
-        wait_until(lambda: actors.side_table(runs)["start"].total() == 8, timeout=30,
-                   what="the eight long jobs to start")
+        wait_until(
+            lambda: actors.side_table(runs)["start"].total() == 8,
+            timeout=30,
+            what="the eight long jobs to start",
+        )
         ids = {**long_ids, **enqueue(client, 100, 0.05, "q")}
 
         cluster.stop()
@@ -288,7 +355,8 @@ def test_store_down_longer_than_the_lease_runs_no_job_twice(
 
 
 def test_worker_stderr_stays_json_lines_through_a_store_outage(
-        cluster: Cluster, spawn_worker: Any) -> None:
+    cluster: Cluster, spawn_worker: Any
+) -> None:
     """CONTRACT: with ``TASKQ_LOG_FORMAT=json`` the log is one JSON object per line, also
     while the store is away (the driver's pool has things to say then too)."""
     worker = spawn_worker(lease=30.0)
@@ -296,9 +364,11 @@ def test_worker_stderr_stays_json_lines_through_a_store_outage(
     worker.wait_for_event("store-unavailable")
     cluster.start()
     wait_until(lambda: worker.events("store-recovered"), timeout=60, what="the recovery")
-    not_json = [line for line in worker.log_path.read_text().splitlines()
-                if not line.startswith("{")]
+    not_json = [
+        line for line in worker.log_path.read_text().splitlines() if not line.startswith("{")
+    ]
     assert not_json == [], "lines on the worker's stderr that are not JSON:\n" + "\n".join(
-        not_json[:10])
+        not_json[:10]
+    )
     worker.signal(signal.SIGTERM)
     assert worker.wait() == exit_codes.OK

@@ -61,8 +61,12 @@ def spawn(target, env, tmp_path: Path):
     started: list[WorkerProcess] = []
 
     def start(*args: str, extra_env: dict[str, str] | None = None) -> WorkerProcess:
-        worker = WorkerProcess(target, *args, env={**env, **(extra_env or {})},
-                               log_path=tmp_path / f"worker{len(started)}.log")
+        worker = WorkerProcess(
+            target,
+            *args,
+            env={**env, **(extra_env or {})},
+            log_path=tmp_path / f"worker{len(started)}.log",
+        )
         started.append(worker)
         return worker
 
@@ -75,18 +79,28 @@ def starts(runs_file: Path, key: str) -> int:
     return actors.runs(runs_file, "start").count(key)
 
 
-async def test_sigterm_exits_0_nothing_running_nothing_lost(store, spawn, runs_file, release,
-                                                            tmp_path):
+async def test_sigterm_exits_0_nothing_running_nothing_lost(
+    store, spawn, runs_file, release, tmp_path
+):
     """SIGTERM: stop claiming, let the running job finish within the grace (it ends
     succeeded), leave unclaimed jobs queued and uncharged, /ready turns 503, exit 0."""
     sock = str(tmp_path / "health.sock")
     async with AsyncClient(store=store) as client:
         held = await client.enqueue(actors.held_idempotent, "grace", str(release))
-        worker = spawn("--queues", "held", "--max-concurrency", "1", "--shutdown-grace", "30",
-                       "--health-socket-path", sock)
+        worker = spawn(
+            "--queues",
+            "held",
+            "--max-concurrency",
+            "1",
+            "--shutdown-grace",
+            "30",
+            "--health-socket-path",
+            sock,
+        )
         wait_until(lambda: starts(runs_file, "grace") == 1, what="the held job to start")
-        waiting = await client.enqueue_many(actors.held_idempotent,
-                                            [(("later", str(release)), {}) for _ in range(3)])
+        waiting = await client.enqueue_many(
+            actors.held_idempotent, [(("later", str(release)), {}) for _ in range(3)]
+        )
         assert http_get_sync("/ready", socket_path=sock)[0] == 200
         worker.signal(signal.SIGTERM)
         worker.wait_for_event("worker-stopping")
@@ -102,8 +116,7 @@ async def test_sigterm_exits_0_nothing_running_nothing_lost(store, spawn, runs_f
     assert await store.list_workers() == []  # unregistered
 
 
-async def test_three_worker_processes_share_a_queue_and_run_each_job_once(store, spawn,
-                                                                          runs_file):
+async def test_three_worker_processes_share_a_queue_and_run_each_job_once(store, spawn, runs_file):
     keys = [f"m{i}" for i in range(600)]
     workers = [spawn("--max-concurrency", "4") for _ in range(3)]
     for worker in workers:
@@ -128,8 +141,9 @@ async def test_sigint_is_a_graceful_stop_too(store, spawn):
     assert worker.events("worker-stopping")[0]["reason"] == "SIGINT"
 
 
-async def test_second_sigterm_skips_the_grace_and_gives_the_job_back(store, spawn, runs_file,
-                                                                    release):
+async def test_second_sigterm_skips_the_grace_and_gives_the_job_back(
+    store, spawn, runs_file, release
+):
     async with AsyncClient(store=store) as client:
         held = await client.enqueue(actors.held_idempotent, "stuck", str(release))
         worker = spawn("--queues", "held", "--shutdown-grace", "600")
@@ -145,7 +159,8 @@ async def test_second_sigterm_skips_the_grace_and_gives_the_job_back(store, spaw
 
 
 async def test_sigkill_mid_job_rerun_idempotent_crashed_non_idempotent_poison_after_two(
-        store, spawn, runs_file, release):
+    store, spawn, runs_file, release
+):
     """SIGKILL a worker mid-job: the next worker's sweeper finds the expired leases.
     Idempotent -> re-run; non-idempotent -> dead/crashed; a job that kills two runners ->
     dead/poison."""
@@ -155,8 +170,10 @@ async def test_sigkill_mid_job_rerun_idempotent_crashed_non_idempotent_poison_af
         poison = await client.enqueue(actors.held_idempotent, "poison", str(release))
         first = spawn("--queues", "held", "--max-concurrency", "3")
         first_id = first.wait_for_event("worker-started")["worker"]
-        wait_until(lambda: all(starts(runs_file, k) == 1 for k in ("idem", "once", "poison")),
-                   what="three jobs running in the first worker")
+        wait_until(
+            lambda: all(starts(runs_file, k) == 1 for k in ("idem", "once", "poison")),
+            what="three jobs running in the first worker",
+        )
         first.signal(signal.SIGKILL)
         first.wait()
         (release / "idem").touch()
@@ -183,8 +200,9 @@ async def test_crash_loop_guard_ends_the_process_non_zero_with_a_critical_line(s
     """Consumers killed by a middleware fault on every job: more than 10 deaths in 60 s
     trips the guard; the worker gives the jobs back and exits 3."""
     async with AsyncClient(store=store) as client:
-        ids = await client.enqueue_many(actors.consumer_fault, [((f"c{i}",), {})
-                                                                for i in range(12)])
+        ids = await client.enqueue_many(
+            actors.consumer_fault, [((f"c{i}",), {}) for i in range(12)]
+        )
         middleware = {"TASKQ_WORKER_MIDDLEWARE": "tests.worker_actors:fault_middleware"}
         worker = spawn("--queues", "faulty", "--max-concurrency", "12", extra_env=middleware)
         assert worker.wait(timeout=60) == exit_codes.CRASH_LOOP
@@ -197,7 +215,8 @@ async def test_crash_loop_guard_ends_the_process_non_zero_with_a_critical_line(s
 
 
 async def test_fenced_late_ack_from_a_worker_whose_lease_was_taken_over_is_a_no_op(
-        store, spawn, runs_file, release):
+    store, spawn, runs_file, release
+):
     """Freeze a worker (SIGSTOP) mid-job past its lease; another worker rescues and
     finishes the job; thawed, the first worker's late ack must change nothing."""
     async with AsyncClient(store=store) as client:
@@ -238,18 +257,21 @@ async def test_pg_terminate_backend_mid_run_reconnects_and_loses_nothing(pg_targ
     await store.open()
     await store.migrate()
     env = {**pg_target.env, "TASKQ_DSN": dsn, "TASKQ_TEST_RUNS": str(runs_file)}
-    worker = WorkerProcess(pg_target, "--max-concurrency", "4", env=env,
-                           log_path=tmp_path / "worker.log")
+    worker = WorkerProcess(
+        pg_target, "--max-concurrency", "4", env=env, log_path=tmp_path / "worker.log"
+    )
     try:
         worker.wait_for_event("worker-started")
         ids = []
         async with AsyncClient(store=store) as client:
             for round_ in range(3):
                 ids += await client.enqueue_many(
-                    actors.remember, [((f"p{round_}-{i}",), {}) for i in range(200)])
+                    actors.remember, [((f"p{round_}-{i}",), {}) for i in range(200)]
+                )
                 # the pool reconnects lazily: kill as soon as there is something to kill
-                await async_wait_until(lambda: _terminate(pg_target.dsn, app),
-                                       what="worker backends to kill")
+                await async_wait_until(
+                    lambda: _terminate(pg_target.dsn, app), what="worker backends to kill"
+                )
             jobs = await wait_for_states(store, ids, {"succeeded"}, timeout=60)
         worker.signal(signal.SIGTERM)
         assert worker.wait() == exit_codes.OK
@@ -272,7 +294,8 @@ def _terminate_backends(dsn: str, application_name: str) -> int:
     with psycopg.connect(dsn, autocommit=True) as conn:
         rows = conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE application_name = %s AND pid <> pg_backend_pid()", (application_name,)
+            "WHERE application_name = %s AND pid <> pg_backend_pid()",
+            (application_name,),
         ).fetchall()
     return len(rows)
 
@@ -292,8 +315,11 @@ async def test_health_endpoints_on_a_tcp_port(store, spawn):
 
 
 def test_unreachable_store_exits_1_with_one_line(target, spawn):
-    bad = ("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2" if target.kind == "postgres"
-           else "sqlite:////proc/no-such-dir/taskq.sqlite3")
+    bad = (
+        "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2"
+        if target.kind == "postgres"
+        else "sqlite:////proc/no-such-dir/taskq.sqlite3"
+    )
     worker = spawn(extra_env={"TASKQ_DSN": bad})
     assert worker.wait() == exit_codes.CANNOT_START
     lines = worker.log_path.read_text().splitlines()
@@ -321,12 +347,16 @@ async def test_health_port_in_use_exits_1_with_one_line(store, spawn):
     assert await store.list_workers() == []  # nothing half-registered
 
 
-async def test_sighup_reloads_a_good_dsn_file_and_survives_a_bad_one(target, store, spawn,
-                                                                    tmp_path):
+async def test_sighup_reloads_a_good_dsn_file_and_survives_a_bad_one(
+    target, store, spawn, tmp_path
+):
     dsn_file = tmp_path / "dsn"
     dsn_file.write_text(target.dsn + "\n")
-    bad = ("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2" if target.kind == "postgres"
-           else "sqlite:////proc/no-such-dir/taskq.sqlite3")
+    bad = (
+        "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2"
+        if target.kind == "postgres"
+        else "sqlite:////proc/no-such-dir/taskq.sqlite3"
+    )
     worker = spawn(extra_env={"TASKQ_DSN_FILE": str(dsn_file)})
     worker.wait_for_event("worker-started")
     worker.signal(signal.SIGHUP)
@@ -353,8 +383,9 @@ async def test_actor_config_drift_refuses_to_start_unless_forced(target, store, 
     (line,) = drifted.events("worker-cannot-start")
     assert "remember" in line["reason"] and "max_attempts" in line["reason"]
     assert not drifted.events("worker-started")
-    forced = spawn("--actors", "tests.worker_actors_drifted:registry",
-                   "--force-update-actor-config")
+    forced = spawn(
+        "--actors", "tests.worker_actors_drifted:registry", "--force-update-actor-config"
+    )
     forced.wait_for_event("worker-started")
     assert (await store.actor_configs())["remember"].max_attempts == 7
     forced.signal(signal.SIGTERM)
@@ -383,12 +414,15 @@ async def test_workgroup_child_does_not_outlive_its_parent(target, store, env, t
     )
     env = {**env, "PYTHONPATH": str(ROOT)}
     parent = subprocess.Popen(  # noqa: ASYNC220 (the test drives it with blocking waits)
-        [sys.executable, "-c", parent_code], cwd=ROOT, env=env)
+        [sys.executable, "-c", parent_code], cwd=ROOT, env=env
+    )
     try:
         wait_until(lambda: pid_file.exists() and pid_file.read_text(), what="the child pid")
         child = int(pid_file.read_text())
-        wait_until(lambda: b"worker-started" in (tmp_path / "c.log").read_bytes(),
-                   what="the child to start")
+        wait_until(
+            lambda: b"worker-started" in (tmp_path / "c.log").read_bytes(),
+            what="the child to start",
+        )
         parent.kill()
         parent.wait(10)
         wait_until(lambda: not _alive(child), timeout=30, what="the orphaned child to exit")
@@ -413,7 +447,8 @@ def _alive(pid: int) -> bool:
 
 
 async def test_cpu_actor_that_exits_is_crashed_then_poison_and_the_pool_serves_on(
-        store, spawn, runs_file):
+    store, spawn, runs_file
+):
     """cpu_bound actors run in the process pool of a real worker: a job whose process
     ``os._exit``s is a crash (re-run if idempotent, poison after two; dead/crashed if not),
     a job that raises is a normal failure, and the pool keeps serving."""
@@ -424,8 +459,9 @@ async def test_cpu_actor_that_exits_is_crashed_then_poison_and_the_pool_serves_o
         poison = await client.enqueue_with("cpu_exit_idempotent", ["px"])
         once = await client.enqueue_with("cpu_exit_once", ["ox"])
         raises = await client.enqueue_with("cpu_raises", ["rx"])
-        jobs = await wait_for_states(store, [square, poison, once, raises],
-                                     {"succeeded", "dead"}, timeout=60)
+        jobs = await wait_for_states(
+            store, [square, poison, once, raises], {"succeeded", "dead"}, timeout=60
+        )
         after = await client.enqueue_with("cpu_square", [8])
         (after_job,) = await wait_for_states(store, [after], {"succeeded"}, timeout=60)
         worker.signal(signal.SIGTERM)
@@ -442,14 +478,21 @@ async def test_cpu_actor_that_exits_is_crashed_then_poison_and_the_pool_serves_o
     assert after_job.result == 64
 
 
-async def test_open_pool_breaker_leaves_cpu_jobs_queued_uncharged_others_run(store, spawn,
-                                                                           tmp_path):
+async def test_open_pool_breaker_leaves_cpu_jobs_queued_uncharged_others_run(
+    store, spawn, tmp_path
+):
     """Six pool processes die within the window (more than the breaker's threshold of
     five): the pool's breaker opens, the worker stops claiming cpu_bound jobs (they stay
     queued, never claimed, no attempt charged) and keeps running every other actor."""
     sock = str(tmp_path / "health.sock")
-    worker = spawn("--actors", "tests.worker_cpu_actors:registry", "--cpu-workers", "2",
-                   "--health-socket-path", sock)
+    worker = spawn(
+        "--actors",
+        "tests.worker_cpu_actors:registry",
+        "--cpu-workers",
+        "2",
+        "--health-socket-path",
+        sock,
+    )
     worker.wait_for_event("worker-started")
     async with AsyncClient(store=store) as client:
         crashers = [await client.enqueue_with("cpu_exit_once", [f"b{i}"]) for i in range(6)]

@@ -36,26 +36,34 @@ def test_the_seed_example_validates_and_prints_each_worker() -> None:
 
 
 def test_validate_warns_but_passes(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "wg.toml",
-                          '[supervisor]\nshutdown_grace = 20.0\n[[workers]]\nname = "api"\n')
+    config = write_config(
+        tmp_path / "wg.toml", '[supervisor]\nshutdown_grace = 20.0\n[[workers]]\nname = "api"\n'
+    )
     result = run_cli("workgroup", "validate", str(config))
     assert result.returncode == 0, result.stderr
     warnings = result.stderr.strip().splitlines()
-    assert any("shutdown_grace 20s is below a child's worst-case clean exit" in w
-               for w in warnings)
+    assert any("shutdown_grace 20s is below a child's worst-case clean exit" in w for w in warnings)
     assert any('queue "email", which no [[workers]] entry consumes' in w for w in warnings)
     assert all(w.startswith("taskq: warning: ") for w in warnings)
 
 
 BAD = {
-    "unknown_key": ('[[workers]]\nname = "api"\n[[workers]]\nname = "batch"\nqueuez = ["a"]\n',
-                    ('workers[1] ("batch"): unknown key "queuez"',)),
-    "wrong_type": ('[[workers]]\nname = "api"\nmax_concurrency = "8"\n',
-                   ('"max_concurrency" must be an integer',)),
-    "out_of_range": ('[supervisor]\nbackoff_factor = 0.5\n[[workers]]\nname = "api"\n',
-                     ('"backoff_factor" must be >= 1',)),
-    "duplicate_name": ('[[workers]]\nname = "api"\n[[workers]]\nname = "api"\n',
-                       ("duplicate name",)),
+    "unknown_key": (
+        '[[workers]]\nname = "api"\n[[workers]]\nname = "batch"\nqueuez = ["a"]\n',
+        ('workers[1] ("batch"): unknown key "queuez"',),
+    ),
+    "wrong_type": (
+        '[[workers]]\nname = "api"\nmax_concurrency = "8"\n',
+        ('"max_concurrency" must be an integer',),
+    ),
+    "out_of_range": (
+        '[supervisor]\nbackoff_factor = 0.5\n[[workers]]\nname = "api"\n',
+        ('"backoff_factor" must be >= 1',),
+    ),
+    "duplicate_name": (
+        '[[workers]]\nname = "api"\n[[workers]]\nname = "api"\n',
+        ("duplicate name",),
+    ),
     "long_name": (f'[[workers]]\nname = "{"n" * 44}"\n', ("at most 43",)),
     "toml_syntax": ('[[workers]\nname = "api"\n', ("invalid TOML", "line 2")),
 }
@@ -72,8 +80,9 @@ def test_each_bad_config_is_one_line_and_exit_1(tmp_path: Path, case: str, comma
 def test_missing_actors_key(tmp_path: Path) -> None:
     config = tmp_path / "wg.toml"
     config.write_text('[[workers]]\nname = "api"\n')
-    assert_one_error_line(run_cli("workgroup", "validate", str(config)),
-                          'missing required key "actors"')
+    assert_one_error_line(
+        run_cli("workgroup", "validate", str(config)), 'missing required key "actors"'
+    )
 
 
 @pytest.mark.parametrize(
@@ -91,15 +100,17 @@ def test_unimportable_actors(tmp_path: Path, actors: str, needle: str) -> None:
 
 def test_actors_module_raising_on_import(tmp_path: Path) -> None:
     config = write_config(tmp_path / "wg.toml", '[[workers]]\nname = "api"\n')
-    result = run_cli("workgroup", "validate", str(config),
-                     env={**os.environ, "WG_TEST_BREAK_IMPORT": "1"})
+    result = run_cli(
+        "workgroup", "validate", str(config), env={**os.environ, "WG_TEST_BREAK_IMPORT": "1"}
+    )
     assert_one_error_line(result, "broken on purpose")
 
 
 @pytest.mark.parametrize("command", ["validate", "start"])
 def test_missing_file(tmp_path: Path, command: str) -> None:
-    assert_one_error_line(run_cli("workgroup", command, str(tmp_path / "absent.toml")),
-                          "absent.toml", "no such file")
+    assert_one_error_line(
+        run_cli("workgroup", command, str(tmp_path / "absent.toml")), "absent.toml", "no such file"
+    )
 
 
 def test_start_exits_1_when_the_health_store_cannot_open(tmp_path: Path) -> None:
@@ -108,8 +119,9 @@ def test_start_exits_1_when_the_health_store_cannot_open(tmp_path: Path) -> None
         '[supervisor]\nhealth_pg_dsn = "postgresql://nobody@127.0.0.1:1/none"\n'
         '[[workers]]\nname = "api"\n[workers.health]\nenabled = true\n',
     )
-    assert_one_error_line(run_cli("workgroup", "start", str(config)),
-                          "health-check store could not be opened")
+    assert_one_error_line(
+        run_cli("workgroup", "start", str(config)), "health-check store could not be opened"
+    )
 
 
 def test_validate_warns_about_a_startup_grace_too_short_to_register(tmp_path: Path) -> None:

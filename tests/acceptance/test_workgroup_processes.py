@@ -87,17 +87,22 @@ async def job_state(store, job_id: UUID) -> str | None:
 async def test_sigkilled_child_is_replaced_and_its_job_rescued_at_once(
     target, store, tmp_path: Path, workgroups
 ) -> None:
-    config = write_config(tmp_path / "wg.toml", FAST.format(grace=5) +
-                          '[[workers]]\nname = "api"\npoll_interval = 0.1\n')
+    config = write_config(
+        tmp_path / "wg.toml",
+        FAST.format(grace=5) + '[[workers]]\nname = "api"\npoll_interval = 0.1\n',
+    )
     wg = workgroups(config, target.env)
     first = await in_thread(wg.started_pid, "api")
     # a 5 s grace is below a child's worst-case clean exit: said at start, with the numbers
-    assert any("shutdown_grace 5s is below a child's worst-case clean exit of 45s"
-               in w["warning"] for w in wg.events("workgroup.config_warning"))
+    assert any(
+        "shutdown_grace 5s is below a child's worst-case clean exit of 45s" in w["warning"]
+        for w in wg.events("workgroup.config_warning")
+    )
     async with AsyncClient(store=store) as client:
         job_id = await client.enqueue(nap, 300)
-    await async_wait_until(lambda: _is(job_state(store, job_id), "running"),
-                           what="the job running in the child")
+    await async_wait_until(
+        lambda: _is(job_state(store, job_id), "running"), what="the job running in the child"
+    )
 
     os.kill(first, signal.SIGKILL)
 
@@ -139,8 +144,10 @@ def test_crash_looping_child_latches_and_the_supervisor_still_answers(
     # each crashed child's last words reached the log before its restart was scheduled
     lines = wg.snapshot()
     first_restart = lines.index(restarts[0])
-    assert any("broken on purpose" in str(line) and line.get("worker") == "api"
-               for line in lines[:first_restart])
+    assert any(
+        "broken on purpose" in str(line) and line.get("worker") == "api"
+        for line in lines[:first_restart]
+    )
 
     status = wg.status()
     (child,) = status["children"]
@@ -192,9 +199,11 @@ def test_sighup_is_forwarded_and_survived_and_ctrl_c_reaches_each_child_once(
 ) -> None:
     dsn_file = tmp_path / "dsn"
     dsn_file.write_text(sqlite_target.dsn)
-    config = write_config(tmp_path / "wg.toml", FAST.format(grace=5) +
-                          '[[workers]]\nname = "api"\n[[workers]]\nname = "batch"\n'
-                          'queues = ["email"]\n')
+    config = write_config(
+        tmp_path / "wg.toml",
+        FAST.format(grace=5) + '[[workers]]\nname = "api"\n[[workers]]\nname = "batch"\n'
+        'queues = ["email"]\n',
+    )
     wg = workgroups(config, {**sqlite_target.env, "TASKQ_DSN_FILE": str(dsn_file)})
     started = wg.wait_event("worker-started", count=2)  # their SIGHUP handlers are in place
     assert {line["worker"] for line in started} == {"api", "batch"}
@@ -226,9 +235,11 @@ async def test_sigterm_stops_everything_cleanly_and_leaves_no_job_running(
     target, store, tmp_path: Path, workgroups
 ) -> None:
     # shutdown_grace 17 -> each child gets --shutdown-grace 2 and exits inside our grace
-    config = write_config(tmp_path / "wg.toml", FAST.format(grace=17) +
-                          '[[workers]]\nname = "one"\npoll_interval = 0.1\n'
-                          '[[workers]]\nname = "two"\npoll_interval = 0.1\n')
+    config = write_config(
+        tmp_path / "wg.toml",
+        FAST.format(grace=17) + '[[workers]]\nname = "one"\npoll_interval = 0.1\n'
+        '[[workers]]\nname = "two"\npoll_interval = 0.1\n',
+    )
     wg = workgroups(config, target.env)
     async with AsyncClient(store=store) as client:
         ids = [await client.enqueue(nap, 300) for _ in range(4)]
@@ -255,13 +266,11 @@ async def test_second_sigterm_kills_the_children_at_once(
 ) -> None:
     store = sqlite_store
     # the default 100 s grace: a child would wait 30 s for its running job
-    config = write_config(tmp_path / "wg.toml",
-                          '[[workers]]\nname = "api"\npoll_interval = 0.1\n')
+    config = write_config(tmp_path / "wg.toml", '[[workers]]\nname = "api"\npoll_interval = 0.1\n')
     wg = workgroups(config, sqlite_target.env)
     async with AsyncClient(store=store) as client:
         job_id = await client.enqueue(nap, 300)
-    await async_wait_until(lambda: _is(job_state(store, job_id), "running"),
-                           what="the job running")
+    await async_wait_until(lambda: _is(job_state(store, job_id), "running"), what="the job running")
     wg.signal(signal.SIGTERM)
     await in_thread(wg.wait_event, "worker-stopping", worker="api")
     wg.signal(signal.SIGTERM)
@@ -276,8 +285,10 @@ async def test_second_sigterm_kills_the_children_at_once(
 def test_sigkilled_supervisor_leaves_no_child_alive(
     sqlite_target, migrated_sqlite, tmp_path: Path, workgroups
 ) -> None:
-    config = write_config(tmp_path / "wg.toml", FAST.format(grace=5) +
-                          '[[workers]]\nname = "api"\n[[workers]]\nname = "batch"\n')
+    config = write_config(
+        tmp_path / "wg.toml",
+        FAST.format(grace=5) + '[[workers]]\nname = "api"\n[[workers]]\nname = "batch"\n',
+    )
     wg = workgroups(config, sqlite_target.env)
     wg.wait_event("worker-started", count=2)
     pids = wg.child_pids()
@@ -286,8 +297,11 @@ def test_sigkilled_supervisor_leaves_no_child_alive(
     wg.signal(signal.SIGKILL)
     wg.wait_exit()
 
-    wait_until(lambda: not any(pid_alive(pid) for pid in pids), timeout=20,
-               what=f"children {sorted(pids)} to exit after their supervisor died")
+    wait_until(
+        lambda: not any(pid_alive(pid) for pid in pids),
+        timeout=20,
+        what=f"children {sorted(pids)} to exit after their supervisor died",
+    )
 
 
 async def test_a_5_mib_output_line_is_forwarded_in_pieces_and_the_child_keeps_running(
@@ -295,21 +309,24 @@ async def test_a_5_mib_output_line_is_forwarded_in_pieces_and_the_child_keeps_ru
 ) -> None:
     size = 5 * 1024 * 1024
     store = sqlite_store
-    config = write_config(tmp_path / "wg.toml", FAST.format(grace=5) +
-                          '[[workers]]\nname = "api"\npoll_interval = 0.1\n')
+    config = write_config(
+        tmp_path / "wg.toml",
+        FAST.format(grace=5) + '[[workers]]\nname = "api"\npoll_interval = 0.1\n',
+    )
     wg = workgroups(config, sqlite_target.env)
     pid = await in_thread(wg.started_pid, "api")
     async with AsyncClient(store=store) as client:
         big = await client.enqueue(shout, size)
-        await async_wait_until(lambda: _is(job_state(store, big), "succeeded"),
-                               what="the shouting job")
+        await async_wait_until(
+            lambda: _is(job_state(store, big), "succeeded"), what="the shouting job"
+        )
         after = await client.enqueue(noop)
-        await async_wait_until(lambda: _is(job_state(store, after), "succeeded"),
-                               what="a job after the long line")
+        await async_wait_until(
+            lambda: _is(job_state(store, after), "succeeded"), what="a job after the long line"
+        )
 
     def pieces() -> list[dict]:
-        found = [e for e in wg.events("child-output", worker="api", stream="stdout")
-                 if "part" in e]
+        found = [e for e in wg.events("child-output", worker="api", stream="stdout") if "part" in e]
         return found if found and found[-1].get("final") else []
 
     found = await in_thread(wait_until, pieces, what="the last piece of the long line")
@@ -328,15 +345,22 @@ async def test_a_5_mib_output_line_is_forwarded_in_pieces_and_the_child_keeps_ru
 async def test_a_child_that_cannot_be_spawned_is_retried_then_latched(
     sqlite_target, tmp_path: Path
 ) -> None:
-    config = parse_config({
-        "actors": "tests.workgroup_actors:registry",
-        "supervisor": {"backoff_initial": 0.01, "backoff_max": 0.02, "burst_limit": 1,
-                       "health_pg_dsn": sqlite_target.dsn},
-        "workers": [{"name": "api"}],
-    })
+    config = parse_config(
+        {
+            "actors": "tests.workgroup_actors:registry",
+            "supervisor": {
+                "backoff_initial": 0.01,
+                "backoff_max": 0.02,
+                "burst_limit": 1,
+                "health_pg_dsn": sqlite_target.dsn,
+            },
+            "workers": [{"name": "api"}],
+        }
+    )
     events: list[SupervisionEvent] = []
-    supervisor = Supervisor(config, executable=str(tmp_path / "no-such-python"),
-                            on_event=events.append)
+    supervisor = Supervisor(
+        config, executable=str(tmp_path / "no-such-python"), on_event=events.append
+    )
     task = asyncio.create_task(supervisor.run())
 
     async def latched() -> bool:
@@ -356,11 +380,13 @@ async def test_a_child_that_cannot_be_spawned_is_retried_then_latched(
 async def test_in_process_supervisor_reloads_running_children_but_not_during_shutdown(
     sqlite_target, sqlite_store, tmp_path: Path
 ) -> None:
-    config = parse_config({
-        "actors": "tests.workgroup_actors:registry",
-        "supervisor": {"shutdown_grace": 20.0, "health_pg_dsn": sqlite_target.dsn},
-        "workers": [{"name": "api"}],
-    })
+    config = parse_config(
+        {
+            "actors": "tests.workgroup_actors:registry",
+            "supervisor": {"shutdown_grace": 20.0, "health_pg_dsn": sqlite_target.dsn},
+            "workers": [{"name": "api"}],
+        }
+    )
     events: list[SupervisionEvent] = []
     supervisor = Supervisor(config, env=taskq_env(sqlite_target.env), on_event=events.append)
     task = asyncio.create_task(supervisor.run())

@@ -13,14 +13,30 @@ from taskq.jobs import JobSpec
 from taskq.store import Store, create_store
 
 
-def spec(actor: str = "tests.echo", queue: str = "default", *, args: list[Any] | None = None,
-         kwargs: dict[str, Any] | None = None, priority: int = 0,
-         run_at: datetime | None = None, max_attempts: int = 3, max_crashes: int = 2,
-         idempotent: bool = False) -> JobSpec:
-    return JobSpec(id=uuid7(), actor=actor, queue=queue,
-                   args_json=json.dumps(args if args is not None else [1]),
-                   kwargs_json=json.dumps(kwargs or {}), priority=priority, run_at=run_at,
-                   max_attempts=max_attempts, max_crashes=max_crashes, idempotent=idempotent)
+def spec(
+    actor: str = "tests.echo",
+    queue: str = "default",
+    *,
+    args: list[Any] | None = None,
+    kwargs: dict[str, Any] | None = None,
+    priority: int = 0,
+    run_at: datetime | None = None,
+    max_attempts: int = 3,
+    max_crashes: int = 2,
+    idempotent: bool = False,
+) -> JobSpec:
+    return JobSpec(
+        id=uuid7(),
+        actor=actor,
+        queue=queue,
+        args_json=json.dumps(args if args is not None else [1]),
+        kwargs_json=json.dumps(kwargs or {}),
+        priority=priority,
+        run_at=run_at,
+        max_attempts=max_attempts,
+        max_crashes=max_crashes,
+        idempotent=idempotent,
+    )
 
 
 @asynccontextmanager

@@ -16,16 +16,55 @@ from taskq.store.sqlfile import load_migrations
 from ..helpers import wait_until
 
 JOB_COLUMNS = [
-    "id", "actor", "queue", "args", "kwargs", "priority", "state", "attempt", "max_attempts",
-    "crash_count", "max_crashes", "idempotent", "run_at", "created_at", "started_at",
-    "finished_at", "worker_id", "lease_expires_at", "last_error", "dead_reason", "result"]
-WORKER_COLUMNS = ["id", "workgroup_instance", "worker_label", "pid", "hostname", "queues",
-                  "started_at", "last_seen_at"]
-ACTOR_COLUMNS = ["name", "queue", "max_attempts", "max_crashes", "idempotent", "cpu_bound",
-                 "timeout", "extra", "updated_at"]
+    "id",
+    "actor",
+    "queue",
+    "args",
+    "kwargs",
+    "priority",
+    "state",
+    "attempt",
+    "max_attempts",
+    "crash_count",
+    "max_crashes",
+    "idempotent",
+    "run_at",
+    "created_at",
+    "started_at",
+    "finished_at",
+    "worker_id",
+    "lease_expires_at",
+    "last_error",
+    "dead_reason",
+    "result",
+]
+WORKER_COLUMNS = [
+    "id",
+    "workgroup_instance",
+    "worker_label",
+    "pid",
+    "hostname",
+    "queues",
+    "started_at",
+    "last_seen_at",
+]
+ACTOR_COLUMNS = [
+    "name",
+    "queue",
+    "max_attempts",
+    "max_crashes",
+    "idempotent",
+    "cpu_bound",
+    "timeout",
+    "extra",
+    "updated_at",
+]
 CURRENT = {
-    "jobs": JOB_COLUMNS, "workers": WORKER_COLUMNS, "actors": ACTOR_COLUMNS,
-    "schema_migrations": ["version", "applied_at"]}
+    "jobs": JOB_COLUMNS,
+    "workers": WORKER_COLUMNS,
+    "actors": ACTOR_COLUMNS,
+    "schema_migrations": ["version", "applied_at"],
+}
 INDEXES = {"jobs_claim_idx", "jobs_running_idx", "jobs_prune_idx", "workers_wg_lookup_idx"}
 
 
@@ -34,23 +73,38 @@ def pg_schema(dsn: str, schema: str) -> tuple[dict[str, list[str]], set[str], di
         columns: dict[str, list[str]] = {}
         types = {}
         for table, column, data_type in conn.execute(
-                "SELECT table_name, column_name, data_type FROM information_schema.columns"
-                " WHERE table_schema = %s ORDER BY table_name, ordinal_position", (schema,)):
+            "SELECT table_name, column_name, data_type FROM information_schema.columns"
+            " WHERE table_schema = %s ORDER BY table_name, ordinal_position",
+            (schema,),
+        ):
             columns.setdefault(table, []).append(column)
             types[f"{table}.{column}"] = data_type
-        indexes = {r[0] for r in conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname NOT LIKE"
-            " '%%_pkey'", (schema,))}
+        indexes = {
+            r[0]
+            for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname NOT LIKE"
+                " '%%_pkey'",
+                (schema,),
+            )
+        }
     return columns, indexes, types
 
 
 def sqlite_schema(path: str) -> tuple[dict[str, list[str]], set[str]]:
     with sqlite3.connect(path) as conn:
-        tables = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
         columns = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in tables}
-        indexes = {r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
+        indexes = {
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+            )
+        }
     return columns, indexes
 
 
@@ -102,8 +156,12 @@ MIGRATOR = textwrap.dedent("""
 def applied_versions(target) -> list[str]:
     if target.kind == "postgres":
         with psycopg.connect(target.dsn) as conn:
-            return [r[0] for r in conn.execute(
-                f'SELECT version FROM "{target.schema}".schema_migrations ORDER BY version')]
+            return [
+                r[0]
+                for r in conn.execute(
+                    f'SELECT version FROM "{target.schema}".schema_migrations ORDER BY version'
+                )
+            ]
     with sqlite3.connect(target.dsn.removeprefix("sqlite:///")) as conn:
         return [r[0] for r in conn.execute("SELECT version FROM schema_migrations")]
 
@@ -111,12 +169,22 @@ def applied_versions(target) -> list[str]:
 def test_two_migrate_processes_at_once_apply_the_schema_once(target, tmp_path):
     go = tmp_path / "go"
     ready = [tmp_path / f"ready-{n}" for n in range(2)]
-    procs = [subprocess.Popen([sys.executable, "-c", MIGRATOR, str(go), str(r)],
-                              env=target.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for r in ready]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", MIGRATOR, str(go), str(r)],
+            env=target.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in ready
+    ]
     pairs = list(zip(ready, procs, strict=True))
-    wait_until(lambda: all(r.exists() or p.poll() is not None for r, p in pairs),
-               timeout=60, what="both migrators connected")
+    wait_until(
+        lambda: all(r.exists() or p.poll() is not None for r, p in pairs),
+        timeout=60,
+        what="both migrators connected",
+    )
     go.touch()
     results = []
     for proc in procs:

@@ -56,8 +56,9 @@ async def test_an_oversized_cpu_result_is_a_failure_not_a_silent_success(target,
     async with AsyncClient(store=store) as client:
         big = await client.enqueue(actors.huge_result, 8 * 1024)
         small = await client.enqueue(actors.huge_result, 100)
-        async with running_worker(target, actors=ACTORS, cpu_workers=1, max_concurrency=2,
-                                  result_max_bytes=4 * 1024):
+        async with running_worker(
+            target, actors=ACTORS, cpu_workers=1, max_concurrency=2, result_max_bytes=4 * 1024
+        ):
             done = await wait_for_states(store, [big, small], {"succeeded", "dead"}, timeout=60)
     by_id = {job.id: job for job in done}
     assert by_id[big].state == "dead" and by_id[big].dead_reason == "failed"

@@ -16,8 +16,7 @@ from taskq.store import create_store
 registry = taskq.Registry()
 
 
-@registry.actor(name="tests.resize", queue="images", max_attempts=5, max_crashes=3,
-                idempotent=True)
+@registry.actor(name="tests.resize", queue="images", max_attempts=5, max_crashes=3, idempotent=True)
 def resize(path: str, width: int = 0) -> dict:
     return {"path": path, "width": width}
 
@@ -44,8 +43,14 @@ async def _kill(target, job_id, *, record: ActorConfig | None = None) -> None:
     try:
         w = uuid7()
         claimed = await store.claim(w, ["images", "default"], 100, 30.0)
-        await store.complete(w, [Outcome(c.id, c.attempt, OutcomeKind.DEAD, error="boom")
-                                 for c in claimed if c.id == job_id])
+        await store.complete(
+            w,
+            [
+                Outcome(c.id, c.attempt, OutcomeKind.DEAD, error="boom")
+                for c in claimed
+                if c.id == job_id
+            ],
+        )
         if record is not None:
             await store.sync_actor_configs([record], force=True)
     finally:
@@ -59,7 +64,12 @@ def test_sync_client_without_an_event_loop(migrated):
         job_id = client.enqueue(resize, "a.png", width=64)
         job = client.get(job_id)
         assert (job.actor, job.queue, job.state, job.args, job.kwargs) == (
-            "tests.resize", "images", "queued", ["a.png"], {"width": 64})
+            "tests.resize",
+            "images",
+            "queued",
+            ["a.png"],
+            {"width": 64},
+        )
         assert (job.max_attempts, job.max_crashes, job.idempotent) == (5, 3, True)
         assert client.get(str(job_id)).id == job_id
 
@@ -69,8 +79,13 @@ def test_sync_client_without_an_event_loop(migrated):
         assert client.get(delayed).priority == -2
         assert client.get(delayed).run_at > datetime.now(UTC) + timedelta(minutes=50)
 
-        assert client.stats() == {"queued": 4, "running": 0, "succeeded": 0, "dead": 0,
-                                  "cancelled": 0}
+        assert client.stats() == {
+            "queued": 4,
+            "running": 0,
+            "succeeded": 0,
+            "dead": 0,
+            "cancelled": 0,
+        }
         assert [j.id for j in client.list(limit=2)] == [delayed, ids[1]]
         client.cancel(ids[0])
         assert [j.id for j in client.list(state="cancelled")] == [ids[0]]
@@ -156,14 +171,30 @@ def test_enqueue_by_name_without_importing_the_actor(migrated):
     with taskq.Client(migrated.dsn, schema=migrated.schema) as client:
         job = client.get(client.enqueue("some.module:never_imported", 1))
         assert (job.actor, job.queue, job.max_attempts, job.max_crashes, job.idempotent) == (
-            "some.module:never_imported", "default", 3, 2, False)
+            "some.module:never_imported",
+            "default",
+            3,
+            2,
+            False,
+        )
 
-    recorded = ActorConfig(name="tests.recorded", queue="reports", max_attempts=9,
-                           max_crashes=4, idempotent=True, cpu_bound=False, timeout=None)
+    recorded = ActorConfig(
+        name="tests.recorded",
+        queue="reports",
+        max_attempts=9,
+        max_crashes=4,
+        idempotent=True,
+        cpu_bound=False,
+        timeout=None,
+    )
     asyncio.run(_kill(migrated, None, record=recorded))
     with taskq.Client(migrated.dsn, schema=migrated.schema) as client:
         job = client.get(client.enqueue("tests.recorded", "q1"))
         assert (job.queue, job.max_attempts, job.max_crashes, job.idempotent) == (
-            "reports", 9, 4, True)
+            "reports",
+            9,
+            4,
+            True,
+        )
         other = client.get(client.enqueue_with("tests.recorded", ["q2"], queue="urgent"))
         assert other.queue == "urgent"

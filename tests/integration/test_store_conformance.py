@@ -49,13 +49,25 @@ async def test_close_is_idempotent(target):
 
 # -- producers -----------------------------------------------------------------------
 async def test_enqueue_then_get_returns_every_field(store):
-    s = spec(args=["a", 2], kwargs={"k": [1, {"x": None}]}, priority=-5, max_attempts=7,
-             max_crashes=4, idempotent=True, queue="q1")
+    s = spec(
+        args=["a", 2],
+        kwargs={"k": [1, {"x": None}]},
+        priority=-5,
+        max_attempts=7,
+        max_crashes=4,
+        idempotent=True,
+        queue="q1",
+    )
     assert await store.enqueue([s]) == [s.id]
     job = await store.get_job(s.id)
     assert job is not None
     assert (job.id, job.actor, job.queue, job.args, job.kwargs) == (
-        s.id, s.actor, "q1", ["a", 2], {"k": [1, {"x": None}]})
+        s.id,
+        s.actor,
+        "q1",
+        ["a", 2],
+        {"k": [1, {"x": None}]},
+    )
     assert (job.priority, job.state, job.attempts, job.max_attempts) == (-5, "queued", 0, 7)
     assert (job.crash_count, job.max_crashes, job.idempotent) == (0, 4, True)
     assert job.run_at.tzinfo is not None and job.created_at.tzinfo is not None
@@ -94,8 +106,15 @@ async def test_large_batch_keeps_tricky_text_and_each_run_at(store):
     """Big batches take the bulk path (COPY on Postgres): same data, same atomicity."""
     tricky = ["tab\there", "new\nline", "back\\slash", "nul\u0000byte", "\\N", "é😀", ""]
     later = future(600).replace(microsecond=0)
-    specs = [spec(args=[tricky[i % len(tricky)], i], kwargs={"k\t": tricky},
-                  run_at=later if i % 2 else None, priority=i % 3) for i in range(300)]
+    specs = [
+        spec(
+            args=[tricky[i % len(tricky)], i],
+            kwargs={"k\t": tricky},
+            run_at=later if i % 2 else None,
+            priority=i % 3,
+        )
+        for i in range(300)
+    ]
     await store.enqueue(specs)
     for s in (specs[0], specs[1], specs[3], specs[6], specs[299]):
         job = await store.get_job(s.id)
@@ -105,8 +124,9 @@ async def test_large_batch_keeps_tricky_text_and_each_run_at(store):
             assert job.run_at == later
     claimed = await claim_all(store, uuid7(), limit=1000)
     assert {c.id for c in claimed} == {s.id for s in specs if s.run_at is None}
-    assert all(c.args_json == next(s.args_json for s in specs if s.id == c.id)
-               for c in claimed[:20])
+    assert all(
+        c.args_json == next(s.args_json for s in specs if s.id == c.id) for c in claimed[:20]
+    )
     with pytest.raises(StoreError):
         await store.enqueue([spec() for _ in range(250)] + [specs[0]])
     assert sum((await store.stats()).values()) == 300
@@ -117,12 +137,21 @@ async def test_stats_lists_all_five_states(store):
     w = uuid7()
     await store.enqueue([spec() for _ in range(5)])
     c = await claim_all(store, w, limit=4)
-    await store.complete(w, [
-        Outcome(c[0].id, c[0].attempt, OutcomeKind.SUCCEEDED),
-        Outcome(c[1].id, c[1].attempt, OutcomeKind.DEAD, error="boom"),
-        Outcome(c[2].id, c[2].attempt, OutcomeKind.CANCELLED)])
-    assert await store.stats() == {"queued": 1, "running": 1, "succeeded": 1, "dead": 1,
-                                   "cancelled": 1}
+    await store.complete(
+        w,
+        [
+            Outcome(c[0].id, c[0].attempt, OutcomeKind.SUCCEEDED),
+            Outcome(c[1].id, c[1].attempt, OutcomeKind.DEAD, error="boom"),
+            Outcome(c[2].id, c[2].attempt, OutcomeKind.CANCELLED),
+        ],
+    )
+    assert await store.stats() == {
+        "queued": 1,
+        "running": 1,
+        "succeeded": 1,
+        "dead": 1,
+        "cancelled": 1,
+    }
 
 
 async def test_list_jobs_newest_first_with_filters(store):
@@ -178,27 +207,40 @@ async def test_retry_all_dead_counts_only_dead(store):
     w = uuid7()
     await store.enqueue([spec() for _ in range(3)])
     claimed = await claim_all(store, w)
-    await store.complete(w, [Outcome(c.id, c.attempt, OutcomeKind.DEAD, error="x")
-                             for c in claimed[:2]])
-    await store.complete(w, [Outcome(claimed[2].id, claimed[2].attempt,
-                                     OutcomeKind.CANCELLED)])
+    await store.complete(
+        w, [Outcome(c.id, c.attempt, OutcomeKind.DEAD, error="x") for c in claimed[:2]]
+    )
+    await store.complete(w, [Outcome(claimed[2].id, claimed[2].attempt, OutcomeKind.CANCELLED)])
     assert await store.retry_all_dead() == 2
-    assert await store.stats() == {"queued": 2, "running": 0, "succeeded": 0, "dead": 0,
-                                   "cancelled": 1}
+    assert await store.stats() == {
+        "queued": 2,
+        "running": 0,
+        "succeeded": 0,
+        "dead": 0,
+        "cancelled": 1,
+    }
     assert await store.retry_all_dead() == 0
 
 
 # -- actor configs -------------------------------------------------------------------
 def actor(name: str = "tests.resize", **changes) -> ActorConfig:
-    fields = {"queue": "images", "max_attempts": 3, "max_crashes": 2, "idempotent": False,
-              "cpu_bound": True, "timeout": 30.0} | changes
+    fields = {
+        "queue": "images",
+        "max_attempts": 3,
+        "max_crashes": 2,
+        "idempotent": False,
+        "cpu_bound": True,
+        "timeout": 30.0,
+    } | changes
     return ActorConfig(name=name, **fields)
 
 
 async def test_actor_configs_sync_and_drift(store):
     assert await store.actor_configs() == {}
-    assert await store.sync_actor_configs([actor(), actor("tests.other", timeout=None)],
-                                          force=False) == []
+    assert (
+        await store.sync_actor_configs([actor(), actor("tests.other", timeout=None)], force=False)
+        == []
+    )
     stored = await store.actor_configs()
     assert stored["tests.resize"] == actor()
     assert stored["tests.other"].timeout is None
@@ -206,8 +248,10 @@ async def test_actor_configs_sync_and_drift(store):
 
     changed = actor(max_attempts=5, queue="big")
     differences = await store.sync_actor_configs([changed, actor("tests.new")], force=False)
-    assert sorted(differences) == ["tests.resize: max_attempts 3 -> 5",
-                                   "tests.resize: queue 'images' -> 'big'"]
+    assert sorted(differences) == [
+        "tests.resize: max_attempts 3 -> 5",
+        "tests.resize: queue 'images' -> 'big'",
+    ]
     after = await store.actor_configs()
     assert after["tests.resize"] == actor() and "tests.new" not in after  # nothing written
 
@@ -217,9 +261,15 @@ async def test_actor_configs_sync_and_drift(store):
 
 # -- workers -------------------------------------------------------------------------
 def worker(label: str | None = None, instance=None, **kw) -> WorkerInfo:
-    return WorkerInfo(id=uuid7(), pid=kw.pop("pid", 4242), hostname="host-1",
-                      queues=kw.pop("queues", ["default", "b"]), worker_label=label,
-                      workgroup_instance=instance, **kw)
+    return WorkerInfo(
+        id=uuid7(),
+        pid=kw.pop("pid", 4242),
+        hostname="host-1",
+        queues=kw.pop("queues", ["default", "b"]),
+        worker_label=label,
+        workgroup_instance=instance,
+        **kw,
+    )
 
 
 async def test_register_list_find_unregister_workers(store):
@@ -230,8 +280,12 @@ async def test_register_list_find_unregister_workers(store):
     listed = await store.list_workers()
     assert {w.id for w in listed} == {w1.id, w2.id, w3.id}
     row = next(w for w in listed if w.id == w1.id)
-    assert (row.pid, row.hostname, row.queues, row.worker_label) == (4242, "host-1",
-                                                                     ["default", "b"], "api")
+    assert (row.pid, row.hostname, row.queues, row.worker_label) == (
+        4242,
+        "host-1",
+        ["default", "b"],
+        "api",
+    )
     assert row.workgroup_instance == instance
     assert row.started_at.tzinfo is not None and row.last_seen_at.tzinfo is not None
 
@@ -263,8 +317,7 @@ async def test_claim_marks_running_with_attempt_worker_and_lease(store):
     s = spec(args=["x"], kwargs={"y": 1}, max_attempts=5, max_crashes=3, idempotent=True)
     await store.enqueue([s])
     (c,) = await claim_all(store, w, lease=45.0)
-    assert (c.id, c.actor, c.queue, c.attempt, c.max_attempts) == (s.id, s.actor, "default",
-                                                                  1, 5)
+    assert (c.id, c.actor, c.queue, c.attempt, c.max_attempts) == (s.id, s.actor, "default", 1, 5)
     assert (c.crash_count, c.max_crashes, c.idempotent) == (0, 3, True)
     assert json.loads(c.args_json) == ["x"] and json.loads(c.kwargs_json) == {"y": 1}
     job = await store.get_job(s.id)
@@ -276,8 +329,10 @@ async def test_claim_marks_running_with_attempt_worker_and_lease(store):
 
 async def test_claim_respects_limit_queues_and_excluded_actors(store):
     w = uuid7()
-    await store.enqueue([spec(queue="a") for _ in range(5)] + [spec(queue="b"),
-                        spec(queue="c", actor="tests.cpu"), spec(queue="c")])
+    await store.enqueue(
+        [spec(queue="a") for _ in range(5)]
+        + [spec(queue="b"), spec(queue="c", actor="tests.cpu"), spec(queue="c")]
+    )
     assert len(await claim_all(store, w, queues=["a"], limit=3)) == 3
     assert {c.queue for c in await claim_all(store, w, queues=["b", "zzz"])} == {"b"}
     only = await claim_all(store, w, queues=["c"], exclude_actors=["tests.cpu"])
@@ -324,8 +379,12 @@ async def test_complete_succeeded_stores_result(store):
     s = spec()
     await store.enqueue([s])
     (c,) = await claim_all(store, w)
-    assert await store.complete(w, [Outcome(c.id, c.attempt, OutcomeKind.SUCCEEDED,
-                                            result_json='{"size": [64, 48]}')]) == 1
+    assert (
+        await store.complete(
+            w, [Outcome(c.id, c.attempt, OutcomeKind.SUCCEEDED, result_json='{"size": [64, 48]}')]
+        )
+        == 1
+    )
     job = await store.get_job(s.id)
     assert (job.state, job.attempts, job.dead_reason) == ("succeeded", 1, None)
     assert job.result == {"size": [64, 48]}
@@ -339,10 +398,20 @@ async def test_complete_retry_requeues_after_delay(store):
     await store.enqueue([now_job, later_job])
     claimed = {c.id: c for c in await claim_all(store, w)}
     a, b = claimed[now_job.id], claimed[later_job.id]
-    assert await store.complete(w, [
-        Outcome(a.id, a.attempt, OutcomeKind.RETRY, error="ValueError: once", retry_delay=0),
-        Outcome(b.id, b.attempt, OutcomeKind.RETRY, error="ValueError: later",
-                retry_delay=3600)]) == 2
+    assert (
+        await store.complete(
+            w,
+            [
+                Outcome(
+                    a.id, a.attempt, OutcomeKind.RETRY, error="ValueError: once", retry_delay=0
+                ),
+                Outcome(
+                    b.id, b.attempt, OutcomeKind.RETRY, error="ValueError: later", retry_delay=3600
+                ),
+            ],
+        )
+        == 2
+    )
     job = await store.get_job(later_job.id)
     assert (job.state, job.attempts, job.last_error) == ("queued", 1, "ValueError: later")
     assert job.worker_id is None and job.lease_expires_at is None and job.finished_at is None
@@ -355,10 +424,22 @@ async def test_complete_dead_with_and_without_reason(store):
     w = uuid7()
     await store.enqueue([spec(), spec()])
     a, b = await claim_all(store, w)
-    assert await store.complete(w, [
-        Outcome(a.id, a.attempt, OutcomeKind.DEAD, error="KeyError: x"),
-        Outcome(b.id, b.attempt, OutcomeKind.DEAD, error="no such actor",
-                dead_reason="unknown_actor")]) == 2
+    assert (
+        await store.complete(
+            w,
+            [
+                Outcome(a.id, a.attempt, OutcomeKind.DEAD, error="KeyError: x"),
+                Outcome(
+                    b.id,
+                    b.attempt,
+                    OutcomeKind.DEAD,
+                    error="no such actor",
+                    dead_reason="unknown_actor",
+                ),
+            ],
+        )
+        == 2
+    )
     ja, jb = await store.get_job(a.id), await store.get_job(b.id)
     assert (ja.state, ja.dead_reason, ja.last_error) == ("dead", "failed", "KeyError: x")
     assert (jb.state, jb.dead_reason) == ("dead", "unknown_actor")
@@ -369,8 +450,10 @@ async def test_complete_cancelled(store):
     w = uuid7()
     await store.enqueue([spec()])
     (c,) = await claim_all(store, w)
-    assert await store.complete(w, [Outcome(c.id, c.attempt, OutcomeKind.CANCELLED,
-                                            error="shutdown")]) == 1
+    assert (
+        await store.complete(w, [Outcome(c.id, c.attempt, OutcomeKind.CANCELLED, error="shutdown")])
+        == 1
+    )
     job = await store.get_job(c.id)
     assert (job.state, job.dead_reason, job.last_error) == ("cancelled", None, "shutdown")
 
@@ -397,8 +480,7 @@ async def test_late_ack_after_takeover_is_a_no_op(store):
     await store.rescue_expired("lease sweep")
     (second,) = await claim_all(store, new)
     assert second.attempt == first.attempt + 1
-    assert await store.complete(old, [Outcome(first.id, first.attempt,
-                                              OutcomeKind.SUCCEEDED)]) == 0
+    assert await store.complete(old, [Outcome(first.id, first.attempt, OutcomeKind.SUCCEEDED)]) == 0
     assert await store.give_back(old, [(first.id, first.attempt)]) == 0
     job = await store.get_job(first.id)
     assert (job.state, job.worker_id, job.attempts) == ("running", new, 2)
@@ -408,11 +490,15 @@ async def test_complete_writes_a_mixed_batch(store):
     w = uuid7()
     await store.enqueue([spec(idempotent=True) for _ in range(4)])
     a, b, c, d = await claim_all(store, w)
-    changed = await store.complete(w, [
-        Outcome(a.id, a.attempt, OutcomeKind.SUCCEEDED, result_json="1"),
-        Outcome(b.id, b.attempt, OutcomeKind.RETRY, error="e", retry_delay=3600),
-        Outcome(c.id, c.attempt, OutcomeKind.CRASHED, error="SIGKILL"),
-        Outcome(d.id, d.attempt + 9, OutcomeKind.SUCCEEDED)])  # fenced out
+    changed = await store.complete(
+        w,
+        [
+            Outcome(a.id, a.attempt, OutcomeKind.SUCCEEDED, result_json="1"),
+            Outcome(b.id, b.attempt, OutcomeKind.RETRY, error="e", retry_delay=3600),
+            Outcome(c.id, c.attempt, OutcomeKind.CRASHED, error="SIGKILL"),
+            Outcome(d.id, d.attempt + 9, OutcomeKind.SUCCEEDED),
+        ],
+    )  # fenced out
     assert changed == 3
     states = {x.id: (await store.get_job(x.id)).state for x in (a, b, c, d)}
     assert states == {a.id: "succeeded", b.id: "queued", c.id: "queued", d.id: "running"}
@@ -421,8 +507,9 @@ async def test_complete_writes_a_mixed_batch(store):
 # -- crash rules ---------------------------------------------------------------------
 async def crash_via(store, how: str, w, c) -> None:
     if how == "complete":
-        await store.complete(w, [Outcome(c.id, c.attempt, OutcomeKind.CRASHED,
-                                         error="runner died: SIGKILL")])
+        await store.complete(
+            w, [Outcome(c.id, c.attempt, OutcomeKind.CRASHED, error="runner died: SIGKILL")]
+        )
     elif how == "rescue_worker":
         await store.rescue_worker(w, "runner died: SIGKILL")
     else:
@@ -433,9 +520,11 @@ async def crash_via(store, how: str, w, c) -> None:
 async def test_crash_rules(store, how):
     w = uuid7()
     lease = -1.0 if how == "rescue_expired" else LEASE
-    idem, plain, fragile = (spec(idempotent=True, max_crashes=2),
-                            spec(idempotent=False, max_crashes=2),
-                            spec(idempotent=True, max_crashes=1))
+    idem, plain, fragile = (
+        spec(idempotent=True, max_crashes=2),
+        spec(idempotent=False, max_crashes=2),
+        spec(idempotent=True, max_crashes=1),
+    )
     await store.enqueue([idem, plain, fragile])
     for c in await claim_all(store, w, lease=lease):
         await crash_via(store, how, w, c)
@@ -505,8 +594,9 @@ async def test_concurrent_sweepers_charge_each_expired_run_once(store, target):
     await store.enqueue([spec(idempotent=True, max_crashes=5) for _ in range(200)])
     assert len(await claim_all(store, lost, limit=200, lease=-1)) == 200
     async with another_store(target) as other:
-        results = await asyncio.gather(*(s.rescue_expired("sweep") for s in
-                                         (store, other, store, other)))
+        results = await asyncio.gather(
+            *(s.rescue_expired("sweep") for s in (store, other, store, other))
+        )
     rescued = [r.id for batch in results for r in batch]
     assert len(rescued) == len(set(rescued)) == 200
     jobs = await store.list_jobs(limit=300)
@@ -551,14 +641,21 @@ async def test_prune_deletes_old_succeeded_jobs_and_idle_workers(store):
     await store.register_worker(idle)
     await store.enqueue([spec() for _ in range(7)])
     claimed = await claim_all(store, busy.id, limit=6)
-    await store.complete(busy.id, [Outcome(c.id, c.attempt, OutcomeKind.SUCCEEDED)
-                                   for c in claimed[:5]])
+    await store.complete(
+        busy.id, [Outcome(c.id, c.attempt, OutcomeKind.SUCCEEDED) for c in claimed[:5]]
+    )
     cutoff = await store.now() + timedelta(seconds=1)
-    assert await store.prune(succeeded_before=cutoff - timedelta(hours=1),
-                             workers_before=cutoff - timedelta(hours=1)) == (0, 0)
+    assert await store.prune(
+        succeeded_before=cutoff - timedelta(hours=1), workers_before=cutoff - timedelta(hours=1)
+    ) == (0, 0)
     assert await store.prune(succeeded_before=cutoff, workers_before=cutoff, batch=2) == (5, 1)
-    assert await store.stats() == {"queued": 1, "running": 1, "succeeded": 0, "dead": 0,
-                                   "cancelled": 0}
+    assert await store.stats() == {
+        "queued": 1,
+        "running": 1,
+        "succeeded": 0,
+        "dead": 0,
+        "cancelled": 0,
+    }
     assert [w.id for w in await store.list_workers()] == [busy.id]  # it holds a running job
 
 

@@ -44,7 +44,8 @@ def terminate(dsn: str, application_name: str) -> int:
             # with a timeout: returns once each backend is gone (its goodbye sent)
             "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
             " WHERE application_name = %s AND pid <> pg_backend_pid()",
-            (application_name,)).fetchall()
+            (application_name,),
+        ).fetchall()
     return len(rows)
 
 
@@ -56,7 +57,8 @@ def _terminate_when_sleeping(dsn: str, application_name: str) -> int:
             rows = conn.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name"
                 " = %s AND state = 'active' AND query LIKE 'SELECT pg_sleep%%'",
-                (application_name,)).fetchall()
+                (application_name,),
+            ).fetchall()
             if rows:
                 return len(rows)
             time.sleep(0.02)
@@ -80,8 +82,9 @@ async def test_connections_killed_while_idle_are_replaced_without_failing_a_call
 async def test_a_connection_killed_mid_call_is_store_unavailable_once_then_recovers(pg_target):
     async with tagged_store(pg_target) as (store, app):
         await store.enqueue([spec()])
-        killer = asyncio.create_task(asyncio.to_thread(_terminate_when_sleeping, pg_target.dsn,
-                                                       app))
+        killer = asyncio.create_task(
+            asyncio.to_thread(_terminate_when_sleeping, pg_target.dsn, app)
+        )
         with pytest.raises(StoreUnavailable) as info:
             async with store._connection() as conn:  # type: ignore[attr-defined]
                 await conn.execute("SELECT pg_sleep(30)")
@@ -107,7 +110,9 @@ async def test_unreachable_postgres_fails_fast_with_one_redacted_line():
     with pytest.raises(StoreUnavailable) as info:
         await store.open()
     message = str(info.value)
-    assert message.startswith("cannot connect to Postgres at postgresql://root:***@127.0.0.1:1/test")
+    assert message.startswith(
+        "cannot connect to Postgres at postgresql://root:***@127.0.0.1:1/test"
+    )
     assert "s3cret" not in message and "\n" not in message
     assert store.display_dsn == "postgresql://root:***@127.0.0.1:1/test"
     await store.close()

@@ -30,17 +30,34 @@ def _positional(sql: str) -> tuple[str, list[str]]:
     return re.sub(r"%\((\w+)\)s", number, sql), names
 
 
-TYPES = {"ids": "uuid[]", "attempts": "int[]", "kinds": "text[]", "results": "text[]",
-         "errors": "text[]", "delays": "float8[]", "reasons": "text[]", "worker_id": "uuid",
-         "channel": "text"}
-ARGS = {"ids": "ARRAY[gen_random_uuid()]", "attempts": "ARRAY[1]", "kinds": "ARRAY['succeeded']",
-        "results": "ARRAY[NULL::text]", "errors": "ARRAY[NULL::text]", "delays": "ARRAY[0.0]",
-        "reasons": "ARRAY[NULL::text]", "worker_id": "gen_random_uuid()", "channel": "'c'"}
+TYPES = {
+    "ids": "uuid[]",
+    "attempts": "int[]",
+    "kinds": "text[]",
+    "results": "text[]",
+    "errors": "text[]",
+    "delays": "float8[]",
+    "reasons": "text[]",
+    "worker_id": "uuid",
+    "channel": "text",
+}
+ARGS = {
+    "ids": "ARRAY[gen_random_uuid()]",
+    "attempts": "ARRAY[1]",
+    "kinds": "ARRAY['succeeded']",
+    "results": "ARRAY[NULL::text]",
+    "errors": "ARRAY[NULL::text]",
+    "delays": "ARRAY[0.0]",
+    "reasons": "ARRAY[NULL::text]",
+    "worker_id": "gen_random_uuid()",
+    "channel": "'c'",
+}
 
 
 @pytest.mark.parametrize("statement", ["complete", "give_back"])
-async def test_generic_plan_finds_rows_by_primary_key(pg_target: StoreTarget, store,
-                                                      statement: str) -> None:
+async def test_generic_plan_finds_rows_by_primary_key(
+    pg_target: StoreTarget, store, statement: str
+) -> None:
     del store  # migrated by the fixture (pg_target's schema)
     sql, names = _positional(Q[statement])
     with psycopg.connect(pg_target.dsn, autocommit=True) as conn:
@@ -59,8 +76,10 @@ async def test_generic_plan_finds_rows_by_primary_key(pg_target: StoreTarget, st
         conn.execute("ANALYZE jobs")
         conn.execute("SET plan_cache_mode = force_generic_plan")
         conn.execute(f"PREPARE s ({', '.join(TYPES[n] for n in names)}) AS {sql}")
-        plan = "\n".join(row[0] for row in conn.execute(
-            f"EXPLAIN EXECUTE s ({', '.join(ARGS[n] for n in names)})"))
+        plan = "\n".join(
+            row[0]
+            for row in conn.execute(f"EXPLAIN EXECUTE s ({', '.join(ARGS[n] for n in names)})")
+        )
     assert "jobs_running_idx" not in plan, plan
     assert "jobs_pkey" in plan, plan
 

@@ -49,8 +49,13 @@ PRODUCER = textwrap.dedent("""
 
 
 def start_producer(target, go: Path, ready: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", PRODUCER, str(go), str(ready)], env=target.env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", PRODUCER, str(go), str(ready)],
+        env=target.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 async def test_two_processes_enqueue_concurrently_and_every_row_lands(store, target, tmp_path):
@@ -58,8 +63,11 @@ async def test_two_processes_enqueue_concurrently_and_every_row_lands(store, tar
     ready = [tmp_path / f"ready-{n}" for n in range(2)]
     producers = [start_producer(target, go, r) for r in ready]
     pairs = list(zip(ready, producers, strict=True))
-    wait_until(lambda: all(r.exists() or p.poll() is not None for r, p in pairs),
-               timeout=60, what="both producers connected")
+    wait_until(
+        lambda: all(r.exists() or p.poll() is not None for r, p in pairs),
+        timeout=60,
+        what="both producers connected",
+    )
     go.touch()
     sent: list[str] = []
     for proc in producers:

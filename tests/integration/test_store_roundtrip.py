@@ -15,7 +15,8 @@ from taskq.payload import encode_arguments
 from taskq.store import create_store
 
 scalars = (
-    st.none() | st.booleans()
+    st.none()
+    | st.booleans()
     | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text()  # any unicode, \u0000 included (no lone surrogates: not UTF-8)
@@ -49,14 +50,24 @@ def test_arguments_round_trip_unchanged(target):
     try:
         loop.run_until_complete(store.migrate())
 
-        @settings(max_examples=60, deadline=None,
-                  suppress_health_check=[HealthCheck.function_scoped_fixture])
-        @given(args=st.lists(json_values, max_size=6),
-               kwargs=st.dictionaries(st.text(), json_values, max_size=6))
+        @settings(
+            max_examples=60,
+            deadline=None,
+            suppress_health_check=[HealthCheck.function_scoped_fixture],
+        )
+        @given(
+            args=st.lists(json_values, max_size=6),
+            kwargs=st.dictionaries(st.text(), json_values, max_size=6),
+        )
         def check(args, kwargs):
             args_json, kwargs_json = encode_arguments(args, kwargs, actor="tests.echo")
-            spec = JobSpec(id=uuid7(), actor="tests.echo", queue="roundtrip",
-                           args_json=args_json, kwargs_json=kwargs_json)
+            spec = JobSpec(
+                id=uuid7(),
+                actor="tests.echo",
+                queue="roundtrip",
+                args_json=args_json,
+                kwargs_json=kwargs_json,
+            )
             loop.run_until_complete(store.enqueue([spec]))
             job = loop.run_until_complete(store.get_job(spec.id))
             assert same(job.args, args) and same(job.kwargs, kwargs)

@@ -35,10 +35,12 @@ def test_every_metric_in_the_alert_rules_is_exported():
 
 def test_alert_rules_cover_the_seed_conditions():
     text = ALERTS.read_text()
-    for expr in ("rate(taskq_pool_worker_restarts_total[5m]) > 0.1",
-                 "taskq_pool_workers_alive < taskq_pool_workers_configured",
-                 "increase(taskq_process_pool_breaks_total[1h]) > 1",
-                 "increase(taskq_pool_items_dead_lettered_total[10m]) > 0",
-                 "taskq_workgroup_children_latched > 0",
-                 "rate(taskq_workgroup_child_restarts_total[5m]) > 0.1"):
+    for expr in (
+        "rate(taskq_pool_worker_restarts_total[5m]) > 0.1",
+        "taskq_pool_workers_alive < taskq_pool_workers_configured",
+        "increase(taskq_process_pool_breaks_total[1h]) > 1",
+        "increase(taskq_pool_items_dead_lettered_total[10m]) > 0",
+        "taskq_workgroup_children_latched > 0",
+        "rate(taskq_workgroup_child_restarts_total[5m]) > 0.1",
+    ):
         assert expr in text, expr

@@ -53,8 +53,9 @@ async def test_unknown_actor_is_dead_unknown_actor(target, store):
 
 async def test_undecodable_payload_is_dead_undecodable(target, store):
     # valid JSON (Postgres checks that) but not an argument list
-    spec = JobSpec(id=uuid7(), actor="remember", queue="default", args_json='{"key": 1}',
-                   kwargs_json="{}")
+    spec = JobSpec(
+        id=uuid7(), actor="remember", queue="default", args_json='{"key": 1}', kwargs_json="{}"
+    )
     (job_id,) = await store.enqueue([spec])
     async with running_worker(target):
         (job,) = await wait_for_states(store, [job_id], {"dead"})
@@ -70,8 +71,7 @@ async def test_async_job_past_its_timeout_is_cancelled_and_failed(target, store,
     assert job.last_error.startswith("JobTimedOut")
 
 
-async def test_sync_job_past_its_timeout_is_recorded_timed_out(target, store, runs_file,
-                                                               tmp_path):
+async def test_sync_job_past_its_timeout_is_recorded_timed_out(target, store, runs_file, tmp_path):
     async with AsyncClient(store=store) as client:
         job_id = await client.enqueue(actors.sync_too_slow, "s", str(tmp_path))
         async with running_worker(target) as worker:

@@ -16,12 +16,14 @@ from tests.worker_harness import running_worker, wait_for_states
 from tests.worker_logs import captured_logs
 
 
-async def test_heartbeat_keeps_a_long_job_leased_past_many_lease_periods(target, store,
-                                                                         runs_file, tmp_path):
+async def test_heartbeat_keeps_a_long_job_leased_past_many_lease_periods(
+    target, store, runs_file, tmp_path
+):
     async with AsyncClient(store=store) as client:
         job_id = await client.enqueue(actors.held_idempotent, "long", str(tmp_path))
-        async with running_worker(target, queues=("held",), lease=0.6,
-                                  heartbeat_interval=0.1) as worker:
+        async with running_worker(
+            target, queues=("held",), lease=0.6, heartbeat_interval=0.1
+        ) as worker:
             await async_wait_until(lambda: _beats(worker, 12), what="a dozen heartbeats")
             running = await store.get_job(job_id)
             assert running.state == "running" and running.crash_count == 0
@@ -98,11 +100,18 @@ async def test_sweeper_prunes_old_succeeded_jobs_and_silent_worker_rows(target, 
     await store.register_worker(stale)
     async with AsyncClient(store=store) as client:
         ids = await client.enqueue_many(actors.noop, [((), {}) for _ in range(20)])
-        async with running_worker(target, retention_succeeded=0.0, retention_workers=1.0,
-                                  prune_interval=0.2, sweep_interval=0.2) as worker:
+        async with running_worker(
+            target,
+            retention_succeeded=0.0,
+            retention_workers=1.0,
+            prune_interval=0.2,
+            sweep_interval=0.2,
+        ) as worker:
             await wait_for_states(store, ids, {"succeeded"})
-            await async_wait_until(lambda: _pruned(store, ids, stale.id, worker.id),
-                                   what="old jobs and the silent row pruned")
+            await async_wait_until(
+                lambda: _pruned(store, ids, stale.id, worker.id),
+                what="old jobs and the silent row pruned",
+            )
 
 
 async def _pruned(store, ids, stale_id, live_id) -> bool:

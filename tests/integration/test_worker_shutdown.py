@@ -10,16 +10,19 @@ from tests.helpers import async_wait_until
 from tests.worker_harness import running_worker, wait_for_states
 
 
-async def test_stop_gives_back_claimed_but_unstarted_jobs_without_charging(target, store,
-                                                                          runs_file, tmp_path):
+async def test_stop_gives_back_claimed_but_unstarted_jobs_without_charging(
+    target, store, runs_file, tmp_path
+):
     release = str(tmp_path)
     async with AsyncClient(store=store) as client:
         first = await client.enqueue(actors.held_idempotent, "first", release)
-        async with running_worker(target, queues=("held",), max_concurrency=1, prefetch=3,
-                                  shutdown_grace=0.0) as worker:
+        async with running_worker(
+            target, queues=("held",), max_concurrency=1, prefetch=3, shutdown_grace=0.0
+        ) as worker:
             await async_wait_until(lambda: _started(runs_file, "first"), what="first job")
-            rest = await client.enqueue_many(actors.held_idempotent,
-                                             [((f"r{i}", release), {}) for i in range(3)])
+            rest = await client.enqueue_many(
+                actors.held_idempotent, [((f"r{i}", release), {}) for i in range(3)]
+            )
 
             async def prefetched() -> bool:
                 jobs = [await store.get_job(i) for i in rest]

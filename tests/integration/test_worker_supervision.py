@@ -23,17 +23,18 @@ def restarts_total() -> float:
     return metrics.pool_worker_restarts._value.get()
 
 
-async def test_verify_raise_inside_a_worker_error_is_logged_immediately(target, store,
-                                                                        runs_file):
+async def test_verify_raise_inside_a_worker_error_is_logged_immediately(target, store, runs_file):
     """Seed 000 step 1: a consumer that raises is reported at once, with its exception;
     the job it held is given back uncharged and runs."""
     with captured_logs() as logs:
         async with AsyncClient(store=store) as client:
             job_id = await client.enqueue(actors.consumer_fault_once, "f")
-            async with running_worker(target, middleware=[actors.FaultMiddleware()],
-                                      queues=("faulty",)) as worker:
+            async with running_worker(
+                target, middleware=[actors.FaultMiddleware()], queues=("faulty",)
+            ) as worker:
                 died = await async_wait_until(
-                    lambda: _async(logs.events("worker died")), what="a 'worker died' line")
+                    lambda: _async(logs.events("worker died")), what="a 'worker died' line"
+                )
                 assert worker.supervisor is not None  # still running: not at GC time
                 (job,) = await wait_for_states(store, [job_id], {"succeeded"})
     assert "ConsumerFault" in died[0]["exception"]
@@ -42,8 +43,7 @@ async def test_verify_raise_inside_a_worker_error_is_logged_immediately(target, 
     assert actors.runs(runs_file) == ["f"]
 
 
-async def test_verify_cancelled_worker_is_replaced_and_restart_counter_increments(target,
-                                                                                  store):
+async def test_verify_cancelled_worker_is_replaced_and_restart_counter_increments(target, store):
     """Seed 000 step 2: kill a consumer with task.cancel() from outside; a replacement
     appears (first restart delay at most 0.1 s) and the restart counter goes up."""
     with captured_logs() as logs:
@@ -52,8 +52,10 @@ async def test_verify_cancelled_worker_is_replaced_and_restart_counter_increment
             before = restarts_total()
             victim = next(iter(sup.members))
             victim.cancel()
-            await async_wait_until(lambda: _async(sup.restarts == 1 and sup.alive == 3),
-                                   what="the replacement consumer")
+            await async_wait_until(
+                lambda: _async(sup.restarts == 1 and sup.alive == 3),
+                what="the replacement consumer",
+            )
             assert victim not in sup.members
     (scheduled,) = logs.events("worker-restart-scheduled")
     assert scheduled["delay"] <= 0.1
@@ -84,8 +86,15 @@ async def test_verify_broken_worker_backs_off_to_10s_then_crash_loop_guard_stops
         now[0] += delay
         await asyncio.sleep(0)
 
-    policy = RestartPolicy(initial=0.1, factor=2.0, maximum=10.0, burst_limit=10,
-                           burst_window=60.0, clock=lambda: now[0], rng=lambda: 1.0)
+    policy = RestartPolicy(
+        initial=0.1,
+        factor=2.0,
+        maximum=10.0,
+        burst_limit=10,
+        burst_window=60.0,
+        clock=lambda: now[0],
+        rng=lambda: 1.0,
+    )
     sup = TaskSupervisor(1, lambda i, _ok: _Broken(i), policy=policy, sleep=fake_sleep)
     with captured_logs() as logs:
         result = await asyncio.wait_for(sup.run(), 10)
@@ -102,7 +111,8 @@ async def test_verify_broken_worker_backs_off_to_10s_then_crash_loop_guard_stops
 
 
 async def test_verify_always_raising_handler_is_dead_lettered_after_three_attempts(
-        target, store, runs_file):
+    target, store, runs_file
+):
     """Seed 000 step 4: the item lands in the dead-letter state after three attempts and
     the queue still drains (nothing left queued or running)."""
     metric = metrics.pool_items_dead_lettered.labels("always_fails", "failed")
@@ -118,8 +128,7 @@ async def test_verify_always_raising_handler_is_dead_lettered_after_three_attemp
     assert metric._value.get() == before + 5
 
 
-async def test_verify_killed_workers_move_both_signals_and_they_recover(target, store,
-                                                                        tmp_path):
+async def test_verify_killed_workers_move_both_signals_and_they_recover(target, store, tmp_path):
     """Seed 000 step 5 and "a killed worker is replaced": kill consumers deliberately; on
     /metrics the alive gauge dips below the configured size and recovers, the restart
     counter rises, and each death has a logged reason."""
@@ -142,12 +151,17 @@ async def test_verify_killed_workers_move_both_signals_and_they_recover(target, 
 
             await async_wait_until(
                 lambda: scraped(lambda b: metric_value(b, "taskq_pool_workers_alive") == 2),
-                what="the alive gauge to dip")
+                what="the alive gauge to dip",
+            )
             await async_wait_until(
-                lambda: scraped(lambda b: metric_value(b, "taskq_pool_workers_alive") == 4
-                                and metric_value(b, "taskq_pool_worker_restarts_total")
-                                == before + 2),
-                what="the alive gauge to recover and restarts to count 2")
+                lambda: scraped(
+                    lambda b: (
+                        metric_value(b, "taskq_pool_workers_alive") == 4
+                        and metric_value(b, "taskq_pool_worker_restarts_total") == before + 2
+                    )
+                ),
+                what="the alive gauge to recover and restarts to count 2",
+            )
     assert len(logs.events("worker died")) == 2
     assert all(e["exception"] for e in logs.events("worker died"))
 

@@ -37,11 +37,14 @@ async def test_get_head_query_and_unknown_paths() -> None:
         head = await _exchange(b"HEAD /ok HTTP/1.1\r\n\r\n", port=port)
         assert head.startswith(b"HTTP/1.0 200 OK") and head.endswith(b"\r\n\r\n")
         assert (await _exchange(b"GET /x HTTP/1.1\r\n\r\n", port=port)).startswith(
-            b"HTTP/1.0 404 Not Found")
+            b"HTTP/1.0 404 Not Found"
+        )
         assert (await _exchange(b"POST /ok HTTP/1.1\r\n\r\n", port=port)).startswith(
-            b"HTTP/1.0 405 Method Not Allowed")
+            b"HTTP/1.0 405 Method Not Allowed"
+        )
         assert (await _exchange(b"nonsense\r\n\r\n", port=port)).startswith(
-            b"HTTP/1.0 400 Bad Request")
+            b"HTTP/1.0 400 Bad Request"
+        )
     finally:
         await server.close()
 

@@ -38,7 +38,11 @@ def test_seed_example_parses_with_its_values_and_inheritance() -> None:
     config = load_config(EXAMPLE)
     api, batch = config.workers
     assert (api.name, api.queues, api.max_concurrency, api.poll_interval) == (
-        "api", ("default",), 8, 0.5)
+        "api",
+        ("default",),
+        8,
+        0.5,
+    )
     assert api.health.enabled and api.health.check_interval == 15.0
     assert api.health.stale_after == 60.0 and api.health.consecutive_failure_limit == 3
     # batch sets queues/poll/concurrency and inherits worker_group from [defaults]
@@ -50,30 +54,52 @@ def test_seed_example_parses_with_its_values_and_inheritance() -> None:
 def test_defaults_without_any_optional_table() -> None:
     config = parse_config(minimal())
     sup, (worker,) = config.supervisor, config.workers
-    assert (sup.shutdown_grace, sup.backoff_initial, sup.backoff_max, sup.backoff_factor,
-            sup.burst_limit, sup.burst_window) == (100.0, 0.5, 30.0, 2.0, 10, 60.0)
+    assert (
+        sup.shutdown_grace,
+        sup.backoff_initial,
+        sup.backoff_max,
+        sup.backoff_factor,
+        sup.burst_limit,
+        sup.burst_window,
+    ) == (100.0, 0.5, 30.0, 2.0, 10, 60.0)
     assert sup.health_pg_dsn is None and sup.health_pg_schema is None and sup.http_port is None
     assert worker.queues == ("default",) and worker.max_concurrency == 10
     assert worker.poll_interval == 1.0 and worker.worker_group == "default"
     assert not worker.force_update_actor_config
     h = worker.health
-    assert (h.enabled, h.check_interval, h.stale_after, h.startup_grace,
-            h.consecutive_failure_limit) == (False, 15.0, 60.0, 15.0, 3)
+    assert (
+        h.enabled,
+        h.check_interval,
+        h.stale_after,
+        h.startup_grace,
+        h.consecutive_failure_limit,
+    ) == (False, 15.0, 60.0, 15.0, 3)
 
 
 def test_defaults_table_is_inherited_and_overridden() -> None:
-    doc = minimal(defaults={"queues": ["a", "b"], "max_concurrency": 3, "poll_interval": 0.2,
-                            "worker_group": "g"},
-                  workers=[{"name": "x"}, {"name": "y", "queues": ["c"], "max_concurrency": 1}])
+    doc = minimal(
+        defaults={
+            "queues": ["a", "b"],
+            "max_concurrency": 3,
+            "poll_interval": 0.2,
+            "worker_group": "g",
+        },
+        workers=[{"name": "x"}, {"name": "y", "queues": ["c"], "max_concurrency": 1}],
+    )
     x, y = parse_config(doc).workers
     assert (x.queues, x.max_concurrency, x.poll_interval, x.worker_group) == (
-        ("a", "b"), 3, 0.2, "g")
+        ("a", "b"),
+        3,
+        0.2,
+        "g",
+    )
     assert (y.queues, y.max_concurrency, y.poll_interval) == (("c",), 1, 0.2)
 
 
 def test_heartbeat_is_at_most_a_third_of_stale_after() -> None:
-    doc = minimal(workers=[{"name": "a", "health": {"enabled": True, "stale_after": 1.5}},
-                           {"name": "b"}])
+    doc = minimal(
+        workers=[{"name": "a", "health": {"enabled": True, "stale_after": 1.5}}, {"name": "b"}]
+    )
     a, b = parse_config(doc).workers
     assert a.heartbeat_interval == 0.5
     assert b.heartbeat_interval == 2.0  # the worker default, already below 60 / 3
@@ -82,45 +108,81 @@ def test_heartbeat_is_at_most_a_third_of_stale_after() -> None:
 @pytest.mark.parametrize(
     ("doc", "expected"),
     [
-        (minimal(workers=[{"name": "api"}, {"name": "batch", "queuez": ["a"]}]),
-         'workers[1] ("batch"): unknown key "queuez"'),
+        (
+            minimal(workers=[{"name": "api"}, {"name": "batch", "queuez": ["a"]}]),
+            'workers[1] ("batch"): unknown key "queuez"',
+        ),
         (minimal(supervisor={"shutdown_grase": 1}), '[supervisor]: unknown key "shutdown_grase"'),
         (minimal(defaults={"lease": 1}), '[defaults]: unknown key "lease"'),
-        (minimal(workers=[{"name": "api", "health": {"enable": True}}]),
-         'workers[0] ("api") [health]: unknown key "enable"'),
+        (
+            minimal(workers=[{"name": "api", "health": {"enable": True}}]),
+            'workers[0] ("api") [health]: unknown key "enable"',
+        ),
         (minimal(extra=1), 'unknown key "extra"'),
-        (minimal(workers=[{"name": "api", "max_concurrency": "8"}]),
-         'workers[0] ("api"): "max_concurrency" must be an integer, not a string'),
-        (minimal(workers=[{"name": "api", "max_concurrency": 0}]),
-         'workers[0] ("api"): "max_concurrency" must be >= 1, got 0'),
-        (minimal(workers=[{"name": "api", "force_update_actor_config": 1}]),
-         'workers[0] ("api"): "force_update_actor_config" must be true or false, not an integer'),
-        (minimal(workers=[{"name": "api", "queues": []}]),
-         'workers[0] ("api"): "queues" must name at least one queue'),
-        (minimal(workers=[{"name": "api", "queues": "default"}]),
-         'workers[0] ("api"): "queues" must be an array of strings, not a string'),
-        (minimal(supervisor={"backoff_factor": 0.5}),
-         '[supervisor]: "backoff_factor" must be >= 1, got 0.5'),
-        (minimal(supervisor={"burst_window": 0}),
-         '[supervisor]: "burst_window" must be > 0, got 0'),
-        (minimal(supervisor={"shutdown_grace": True}),
-         '[supervisor]: "shutdown_grace" must be a number of seconds, not a boolean'),
-        (minimal(supervisor={"backoff_initial": 5.0, "backoff_max": 1.0}),
-         '[supervisor]: "backoff_max" (1) must be >= "backoff_initial" (5)'),
-        (minimal(supervisor={"http_port": 70000}),
-         '[supervisor]: "http_port" must be between 0 and 65535, got 70000'),
-        (minimal(supervisor={"health_pg_dsn": "mysql://x"}),
-         '[supervisor]: "health_pg_dsn": invalid DSN'),
-        (minimal(supervisor={"health_pg_schema": "Bad-Schema"}),
-         '[supervisor]: "health_pg_schema": invalid schema name'),
-        (minimal(workers=[{"name": "api", "health": {"consecutive_failure_limit": 0}}]),
-         'workers[0] ("api") [health]: "consecutive_failure_limit" must be >= 1, got 0'),
-        (minimal(workers=[{"name": "api", "health": {"stale_after": -1}}]),
-         'workers[0] ("api") [health]: "stale_after" must be > 0, got -1'),
-        (minimal(workers=[{"name": "api"}, {"name": "api"}]),
-         'workers[1] ("api"): duplicate name: workers[0] is also "api"'),
-        (minimal(workers=[{"name": "n" * (MAX_NAME_LENGTH + 1)}]),
-         f'"name" is {MAX_NAME_LENGTH + 1} characters; at most {MAX_NAME_LENGTH}'),
+        (
+            minimal(workers=[{"name": "api", "max_concurrency": "8"}]),
+            'workers[0] ("api"): "max_concurrency" must be an integer, not a string',
+        ),
+        (
+            minimal(workers=[{"name": "api", "max_concurrency": 0}]),
+            'workers[0] ("api"): "max_concurrency" must be >= 1, got 0',
+        ),
+        (
+            minimal(workers=[{"name": "api", "force_update_actor_config": 1}]),
+            'workers[0] ("api"): "force_update_actor_config" must be true or false, not an integer',
+        ),
+        (
+            minimal(workers=[{"name": "api", "queues": []}]),
+            'workers[0] ("api"): "queues" must name at least one queue',
+        ),
+        (
+            minimal(workers=[{"name": "api", "queues": "default"}]),
+            'workers[0] ("api"): "queues" must be an array of strings, not a string',
+        ),
+        (
+            minimal(supervisor={"backoff_factor": 0.5}),
+            '[supervisor]: "backoff_factor" must be >= 1, got 0.5',
+        ),
+        (
+            minimal(supervisor={"burst_window": 0}),
+            '[supervisor]: "burst_window" must be > 0, got 0',
+        ),
+        (
+            minimal(supervisor={"shutdown_grace": True}),
+            '[supervisor]: "shutdown_grace" must be a number of seconds, not a boolean',
+        ),
+        (
+            minimal(supervisor={"backoff_initial": 5.0, "backoff_max": 1.0}),
+            '[supervisor]: "backoff_max" (1) must be >= "backoff_initial" (5)',
+        ),
+        (
+            minimal(supervisor={"http_port": 70000}),
+            '[supervisor]: "http_port" must be between 0 and 65535, got 70000',
+        ),
+        (
+            minimal(supervisor={"health_pg_dsn": "mysql://x"}),
+            '[supervisor]: "health_pg_dsn": invalid DSN',
+        ),
+        (
+            minimal(supervisor={"health_pg_schema": "Bad-Schema"}),
+            '[supervisor]: "health_pg_schema": invalid schema name',
+        ),
+        (
+            minimal(workers=[{"name": "api", "health": {"consecutive_failure_limit": 0}}]),
+            'workers[0] ("api") [health]: "consecutive_failure_limit" must be >= 1, got 0',
+        ),
+        (
+            minimal(workers=[{"name": "api", "health": {"stale_after": -1}}]),
+            'workers[0] ("api") [health]: "stale_after" must be > 0, got -1',
+        ),
+        (
+            minimal(workers=[{"name": "api"}, {"name": "api"}]),
+            'workers[1] ("api"): duplicate name: workers[0] is also "api"',
+        ),
+        (
+            minimal(workers=[{"name": "n" * (MAX_NAME_LENGTH + 1)}]),
+            f'"name" is {MAX_NAME_LENGTH + 1} characters; at most {MAX_NAME_LENGTH}',
+        ),
         (minimal(workers=[{"name": "a/b"}]), '"name" may only use letters, digits'),
         (minimal(workers=[{"queues": ["a"]}]), 'workers[0]: "name" is required'),
         (minimal(workers=[]), "at least one [[workers]] entry is required"),
@@ -166,8 +228,10 @@ def test_child_shutdown_grace_fits_inside_the_supervisors() -> None:
     short = parse_config(minimal(supervisor={"shutdown_grace": 25.0})).supervisor
     assert short.child_shutdown_grace == 25.0 - CHILD_TEARDOWN_MARGIN
     assert short.child_worst_case_exit <= short.shutdown_grace
-    assert parse_config(minimal(supervisor={"shutdown_grace": 3.0})).supervisor \
-        .child_shutdown_grace == 0.0
+    assert (
+        parse_config(minimal(supervisor={"shutdown_grace": 3.0})).supervisor.child_shutdown_grace
+        == 0.0
+    )
 
 
 def test_warnings_for_a_short_grace_and_an_unconsumed_queue() -> None:
@@ -175,10 +239,11 @@ def test_warnings_for_a_short_grace_and_an_unconsumed_queue() -> None:
 
     config = parse_config(minimal(supervisor={"shutdown_grace": 20.0}))
     warnings = warnings_for(config, registry)
-    assert any("shutdown_grace 20s is below a child's worst-case clean exit of 45s" in w
-               for w in warnings)
+    assert any(
+        "shutdown_grace 20s is below a child's worst-case clean exit of 45s" in w for w in warnings
+    )
     unconsumed = sorted(w for w in warnings if "no [[workers]] entry consumes" in w)
-    assert sorted(w.split("\"")[3] for w in unconsumed) == ["cleanup", "email", "report"]
+    assert sorted(w.split('"')[3] for w in unconsumed) == ["cleanup", "email", "report"]
     assert warnings_for(load_config(EXAMPLE), registry) == []
 
 

@@ -31,8 +31,10 @@ class Captured(logging.Handler):
 @pytest.fixture
 def captured() -> Iterator[Captured]:
     handler = Captured()
-    loggers = [logging.getLogger("taskq.workgroup.child"),
-               logging.getLogger("taskq.workgroup.pumps")]
+    loggers = [
+        logging.getLogger("taskq.workgroup.child"),
+        logging.getLogger("taskq.workgroup.pumps"),
+    ]
     saved = [(lg, lg.level) for lg in loggers]
     for lg in loggers:
         lg.addHandler(handler)
@@ -47,29 +49,42 @@ async def run_pump(data: bytes, **kwargs) -> asyncio.StreamReader:
     reader = asyncio.StreamReader(limit=LIMIT)
     reader.feed_data(data)
     reader.feed_eof()
-    await asyncio.wait_for(pump(reader, worker="api", stream="stderr", pid=42, limit=LIMIT,
-                                **kwargs), 10)
+    await asyncio.wait_for(
+        pump(reader, worker="api", stream="stderr", pid=42, limit=LIMIT, **kwargs), 10
+    )
     return reader
 
 
 async def test_json_line_stays_json_with_worker_and_stream_added(captured: Captured) -> None:
     seen: list[str] = []
-    line = {"event": "worker-started", "level": "warning", "pid": 7, "worker": "0190-id",
-            "queues": ["a"], "timestamp": "2026-01-02T03:04:05+00:00"}
+    line = {
+        "event": "worker-started",
+        "level": "warning",
+        "pid": 7,
+        "worker": "0190-id",
+        "queues": ["a"],
+        "timestamp": "2026-01-02T03:04:05+00:00",
+    }
     await run_pump(json.dumps(line).encode() + b"\n", on_event=seen.append)
     (record,) = captured.records
     assert record.getMessage() == "worker-started" and record.levelno == logging.WARNING
     assert record.process == 7
-    assert getattr(record, _FIELDS) == {"queues": ["a"], "child_worker": "0190-id",
-                                        "worker": "api", "stream": "stderr"}
+    assert getattr(record, _FIELDS) == {
+        "queues": ["a"],
+        "child_worker": "0190-id",
+        "worker": "api",
+        "stream": "stderr",
+    }
     assert seen == ["worker-started"]
 
 
 async def test_text_lines_and_an_unterminated_last_line(captured: Captured) -> None:
     await run_pump(b"Traceback (most recent call last):\nValueError: boom")
     assert captured.events() == [
-        ("child-output", {"worker": "api", "stream": "stderr",
-                          "line": "Traceback (most recent call last):"}),
+        (
+            "child-output",
+            {"worker": "api", "stream": "stderr", "line": "Traceback (most recent call last):"},
+        ),
         ("child-output", {"worker": "api", "stream": "stderr", "line": "ValueError: boom"}),
     ]
 

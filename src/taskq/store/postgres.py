@@ -94,30 +94,73 @@ def _utc(value: datetime | None) -> datetime | None:
 
 
 def _job(row: Sequence[Any]) -> Job:
-    (id_, actor, queue, args, kwargs, priority, state, attempt, max_attempts, crash_count,
-     max_crashes, idempotent, run_at, created_at, started_at, finished_at, worker_id,
-     lease_expires_at, last_error, dead_reason, result) = row
+    (
+        id_,
+        actor,
+        queue,
+        args,
+        kwargs,
+        priority,
+        state,
+        attempt,
+        max_attempts,
+        crash_count,
+        max_crashes,
+        idempotent,
+        run_at,
+        created_at,
+        started_at,
+        finished_at,
+        worker_id,
+        lease_expires_at,
+        last_error,
+        dead_reason,
+        result,
+    ) = row
     return Job(
-        id=id_, actor=actor, queue=queue, args=args, kwargs=kwargs, priority=priority,
-        state=state, attempts=attempt, max_attempts=max_attempts, crash_count=crash_count,
-        max_crashes=max_crashes, idempotent=idempotent, run_at=_utc(run_at),
-        created_at=_utc(created_at), started_at=_utc(started_at),
-        finished_at=_utc(finished_at), worker_id=worker_id,
-        lease_expires_at=_utc(lease_expires_at), last_error=last_error,
-        dead_reason=dead_reason, result=None if result is None else json.loads(result),
+        id=id_,
+        actor=actor,
+        queue=queue,
+        args=args,
+        kwargs=kwargs,
+        priority=priority,
+        state=state,
+        attempts=attempt,
+        max_attempts=max_attempts,
+        crash_count=crash_count,
+        max_crashes=max_crashes,
+        idempotent=idempotent,
+        run_at=_utc(run_at),
+        created_at=_utc(created_at),
+        started_at=_utc(started_at),
+        finished_at=_utc(finished_at),
+        worker_id=worker_id,
+        lease_expires_at=_utc(lease_expires_at),
+        last_error=last_error,
+        dead_reason=dead_reason,
+        result=None if result is None else json.loads(result),
     )
 
 
 def _worker(row: Sequence[Any]) -> WorkerInfo:
     id_, pid, hostname, queues, label, instance, started_at, last_seen_at = row
-    return WorkerInfo(id=id_, pid=pid, hostname=hostname, queues=list(queues),
-                      worker_label=label, workgroup_instance=instance,
-                      started_at=_utc(started_at), last_seen_at=_utc(last_seen_at))
+    return WorkerInfo(
+        id=id_,
+        pid=pid,
+        hostname=hostname,
+        queues=list(queues),
+        worker_label=label,
+        workgroup_instance=instance,
+        started_at=_utc(started_at),
+        last_seen_at=_utc(last_seen_at),
+    )
 
 
 def _rescued(rows: Sequence[Sequence[Any]]) -> list[RescuedJob]:
-    return [RescuedJob(id=r[0], actor=r[1], state=r[2], dead_reason=r[3], crash_count=r[4])
-            for r in rows]
+    return [
+        RescuedJob(id=r[0], actor=r[1], state=r[2], dead_reason=r[3], crash_count=r[4])
+        for r in rows
+    ]
 
 
 class PostgresStore:
@@ -125,8 +168,9 @@ class PostgresStore:
 
     kind = "postgres"
 
-    def __init__(self, dsn: str, *, schema: str = "taskq", min_size: int = 1,
-                 max_size: int = 10) -> None:
+    def __init__(
+        self, dsn: str, *, schema: str = "taskq", min_size: int = 1, max_size: int = 10
+    ) -> None:
         self.schema = validate_schema(schema)
         self.channel = channel_for(self.schema)
         self._min_size, self._max_size = min_size, max_size
@@ -155,10 +199,12 @@ class PostgresStore:
         if isinstance(exc, _MISSING_SCHEMA):
             return SchemaNotMigrated(
                 f"taskq's tables are missing or out of date in schema {self.schema!r} at "
-                f"{self.display_dsn}: run `taskq migrate` ({_first_line(exc)})")
+                f"{self.display_dsn}: run `taskq migrate` ({_first_line(exc)})"
+            )
         if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
             return StoreUnavailable(
-                f"Postgres at {self.display_dsn} is unavailable: {_first_line(exc)}")
+                f"Postgres at {self.display_dsn} is unavailable: {_first_line(exc)}"
+            )
         return StoreError(f"Postgres error at {self.display_dsn}: {_first_line(exc)}")
 
     @asynccontextmanager
@@ -211,16 +257,23 @@ class PostgresStore:
                 f"cannot connect to Postgres at {self.display_dsn}: {_first_line(exc)}"
             ) from exc
         pool = AsyncConnectionPool(
-            conninfo, kwargs={"autocommit": True}, min_size=self._min_size,
-            max_size=self._max_size, open=False, name=f"taskq-{self.schema}",
-            timeout=CHECKOUT_TIMEOUT, reconnect_timeout=60.0)
+            conninfo,
+            kwargs={"autocommit": True},
+            min_size=self._min_size,
+            max_size=self._max_size,
+            open=False,
+            name=f"taskq-{self.schema}",
+            timeout=CHECKOUT_TIMEOUT,
+            reconnect_timeout=60.0,
+        )
         try:
             await pool.open(wait=True, timeout=CONNECT_TIMEOUT * 2)
         except psycopg.Error as exc:
             await pool.close()
             raise StoreUnavailable(
                 f"cannot open a connection pool to Postgres at {self.display_dsn}: "
-                f"{_first_line(exc)}") from exc
+                f"{_first_line(exc)}"
+            ) from exc
         return pool
 
     async def open(self) -> None:
@@ -264,8 +317,9 @@ class PostgresStore:
                 await conn.execute(Q["record_migration"], {"version": migration.version})
                 applied_now.append(migration.version)
         if applied_now:
-            log.info("store.migrated", dsn=self.display_dsn, schema=self.schema,
-                     versions=applied_now)
+            log.info(
+                "store.migrated", dsn=self.display_dsn, schema=self.schema, versions=applied_now
+            )
         return applied_now
 
     async def check_schema(self) -> None:
@@ -274,7 +328,8 @@ class PostgresStore:
         if missing:
             raise SchemaNotMigrated(
                 f"schema {self.schema!r} at {self.display_dsn} lacks migrations "
-                f"{', '.join(missing)}: run `taskq migrate`")
+                f"{', '.join(missing)}: run `taskq migrate`"
+            )
 
     async def ping(self) -> None:
         await self._fetchone("ping")
@@ -294,21 +349,37 @@ class PostgresStore:
                     await self._copy_jobs(conn, [s for s in specs if s.run_at is not None])
             elif len(specs) == 1:
                 (s,) = specs
-                await conn.execute(Q["enqueue_one"], {
-                    "id": s.id, "actor": s.actor, "queue": s.queue, "args": s.args_json,
-                    "kwargs": s.kwargs_json, "priority": s.priority, "run_at": s.run_at,
-                    "max_attempts": s.max_attempts, "max_crashes": s.max_crashes,
-                    "idempotent": s.idempotent})
+                await conn.execute(
+                    Q["enqueue_one"],
+                    {
+                        "id": s.id,
+                        "actor": s.actor,
+                        "queue": s.queue,
+                        "args": s.args_json,
+                        "kwargs": s.kwargs_json,
+                        "priority": s.priority,
+                        "run_at": s.run_at,
+                        "max_attempts": s.max_attempts,
+                        "max_crashes": s.max_crashes,
+                        "idempotent": s.idempotent,
+                    },
+                )
             else:
-                await conn.execute(Q["enqueue"], {
-                    "ids": [s.id for s in specs], "actors": [s.actor for s in specs],
-                    "queues": [s.queue for s in specs], "args": [s.args_json for s in specs],
-                    "kwargs": [s.kwargs_json for s in specs],
-                    "priorities": [s.priority for s in specs],
-                    "run_ats": [s.run_at for s in specs],
-                    "max_attempts": [s.max_attempts for s in specs],
-                    "max_crashes": [s.max_crashes for s in specs],
-                    "idempotent": [s.idempotent for s in specs]})
+                await conn.execute(
+                    Q["enqueue"],
+                    {
+                        "ids": [s.id for s in specs],
+                        "actors": [s.actor for s in specs],
+                        "queues": [s.queue for s in specs],
+                        "args": [s.args_json for s in specs],
+                        "kwargs": [s.kwargs_json for s in specs],
+                        "priorities": [s.priority for s in specs],
+                        "run_ats": [s.run_at for s in specs],
+                        "max_attempts": [s.max_attempts for s in specs],
+                        "max_crashes": [s.max_crashes for s in specs],
+                        "idempotent": [s.idempotent for s in specs],
+                    },
+                )
         return [s.id for s in specs]
 
     @staticmethod
@@ -318,21 +389,30 @@ class PostgresStore:
             return
         with_run_at = specs[0].run_at is not None
         async with conn.cursor().copy(
-                Q["enqueue_copy_run_at" if with_run_at else "enqueue_copy"]) as copy:
+            Q["enqueue_copy_run_at" if with_run_at else "enqueue_copy"]
+        ) as copy:
             for s in specs:
-                row: tuple[Any, ...] = (s.id, s.actor, s.queue, s.args_json, s.kwargs_json,
-                                        s.priority, s.max_attempts, s.max_crashes,
-                                        s.idempotent)
+                row: tuple[Any, ...] = (
+                    s.id,
+                    s.actor,
+                    s.queue,
+                    s.args_json,
+                    s.kwargs_json,
+                    s.priority,
+                    s.max_attempts,
+                    s.max_crashes,
+                    s.idempotent,
+                )
                 await copy.write_row((*row, s.run_at) if with_run_at else row)
 
     async def get_job(self, job_id: UUID) -> Job | None:
         row = await self._fetchone("get_job", {"id": job_id})
         return _job(row) if row else None
 
-    async def list_jobs(self, *, state: str | None = None, queue: str | None = None,
-                        limit: int = 100) -> list[Job]:
-        rows = await self._fetchall("list_jobs", {"state": state, "queue": queue,
-                                                  "limit": limit})
+    async def list_jobs(
+        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+    ) -> list[Job]:
+        rows = await self._fetchall("list_jobs", {"state": state, "queue": queue, "limit": limit})
         return [_job(r) for r in rows]
 
     async def stats(self) -> dict[str, int]:
@@ -344,8 +424,7 @@ class PostgresStore:
     async def retry_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
         if not job_ids:
             return []
-        rows = await self._fetchall("retry_jobs", {"ids": list(job_ids),
-                                                   "channel": self.channel})
+        rows = await self._fetchall("retry_jobs", {"ids": list(job_ids), "channel": self.channel})
         return [r[0] for r in rows]
 
     async def retry_all_dead(self) -> int:
@@ -361,34 +440,54 @@ class PostgresStore:
     async def actor_configs(self) -> dict[str, ActorConfig]:
         rows = await self._fetchall("actor_configs")
         return {
-            r[0]: ActorConfig(name=r[0], queue=r[1], max_attempts=r[2], max_crashes=r[3],
-                              idempotent=r[4], cpu_bound=r[5], timeout=r[6], extra=r[7] or {})
-            for r in rows}
+            r[0]: ActorConfig(
+                name=r[0],
+                queue=r[1],
+                max_attempts=r[2],
+                max_crashes=r[3],
+                idempotent=r[4],
+                cpu_bound=r[5],
+                timeout=r[6],
+                extra=r[7] or {},
+            )
+            for r in rows
+        }
 
-    async def sync_actor_configs(self, configs: Sequence[ActorConfig], *,
-                                 force: bool) -> list[str]:
+    async def sync_actor_configs(self, configs: Sequence[ActorConfig], *, force: bool) -> list[str]:
         differences = config_differences(await self.actor_configs(), configs)
         if (differences and not force) or not configs:
             return differences
         async with self._connection() as conn:
-            await conn.execute(Q["upsert_actor_configs"], {
-                "names": [c.name for c in configs], "queues": [c.queue for c in configs],
-                "max_attempts": [c.max_attempts for c in configs],
-                "max_crashes": [c.max_crashes for c in configs],
-                "idempotent": [c.idempotent for c in configs],
-                "cpu_bound": [c.cpu_bound for c in configs],
-                "timeouts": [c.timeout for c in configs],
-                "extras": [json.dumps(c.extra) for c in configs]})
+            await conn.execute(
+                Q["upsert_actor_configs"],
+                {
+                    "names": [c.name for c in configs],
+                    "queues": [c.queue for c in configs],
+                    "max_attempts": [c.max_attempts for c in configs],
+                    "max_crashes": [c.max_crashes for c in configs],
+                    "idempotent": [c.idempotent for c in configs],
+                    "cpu_bound": [c.cpu_bound for c in configs],
+                    "timeouts": [c.timeout for c in configs],
+                    "extras": [json.dumps(c.extra) for c in configs],
+                },
+            )
         return differences
 
     # -- workers -------------------------------------------------------------------------
     async def register_worker(self, info: WorkerInfo) -> None:
         async with self._connection() as conn:
-            await conn.execute(Q["register_worker"], {
-                "id": info.id, "workgroup_instance": info.workgroup_instance,
-                "worker_label": info.worker_label, "pid": info.pid,
-                "hostname": info.hostname, "queues": list(info.queues),
-                "started_at": info.started_at})
+            await conn.execute(
+                Q["register_worker"],
+                {
+                    "id": info.id,
+                    "workgroup_instance": info.workgroup_instance,
+                    "worker_label": info.worker_label,
+                    "pid": info.pid,
+                    "hostname": info.hostname,
+                    "queues": list(info.queues),
+                    "started_at": info.started_at,
+                },
+            )
 
     async def unregister_worker(self, worker_id: UUID) -> None:
         async with self._connection() as conn:
@@ -397,67 +496,119 @@ class PostgresStore:
     async def list_workers(self) -> list[WorkerInfo]:
         return [_worker(r) for r in await self._fetchall("list_workers")]
 
-    async def find_worker(self, workgroup_instance: UUID,
-                          worker_label: str) -> WorkerInfo | None:
-        row = await self._fetchone("find_worker", {"workgroup_instance": workgroup_instance,
-                                                   "worker_label": worker_label})
+    async def find_worker(self, workgroup_instance: UUID, worker_label: str) -> WorkerInfo | None:
+        row = await self._fetchone(
+            "find_worker", {"workgroup_instance": workgroup_instance, "worker_label": worker_label}
+        )
         return _worker(row) if row else None
 
     async def heartbeat(self, worker_id: UUID, lease_seconds: float) -> int:
-        row = await self._fetchone("heartbeat", {"worker_id": worker_id,
-                                                 "lease": float(lease_seconds)})
+        row = await self._fetchone(
+            "heartbeat", {"worker_id": worker_id, "lease": float(lease_seconds)}
+        )
         return int(row[0])
 
-    async def claim(self, worker_id: UUID, queues: Sequence[str], limit: int,
-                    lease_seconds: float, exclude_actors: Sequence[str] = ()) -> list[ClaimedJob]:
+    async def claim(
+        self,
+        worker_id: UUID,
+        queues: Sequence[str],
+        limit: int,
+        lease_seconds: float,
+        exclude_actors: Sequence[str] = (),
+    ) -> list[ClaimedJob]:
         if limit < 1 or not queues:
             return []
-        rows = await self._fetchall("claim", {
-            "worker_id": worker_id, "queues": list(queues), "limit": limit,
-            "lease": float(lease_seconds), "exclude_actors": list(exclude_actors)})
+        rows = await self._fetchall(
+            "claim",
+            {
+                "worker_id": worker_id,
+                "queues": list(queues),
+                "limit": limit,
+                "lease": float(lease_seconds),
+                "exclude_actors": list(exclude_actors),
+            },
+        )
         rows.sort(key=lambda r: (r[10], r[11], r[0]))
-        return [ClaimedJob(id=r[0], actor=r[1], queue=r[2], args_json=r[3], kwargs_json=r[4],
-                           attempt=r[5], max_attempts=r[6], crash_count=r[7],
-                           max_crashes=r[8], idempotent=r[9]) for r in rows]
+        return [
+            ClaimedJob(
+                id=r[0],
+                actor=r[1],
+                queue=r[2],
+                args_json=r[3],
+                kwargs_json=r[4],
+                attempt=r[5],
+                max_attempts=r[6],
+                crash_count=r[7],
+                max_crashes=r[8],
+                idempotent=r[9],
+            )
+            for r in rows
+        ]
 
     async def complete(self, worker_id: UUID, outcomes: Sequence[Outcome]) -> int:
         if not outcomes:
             return 0
-        row = await self._fetchone("complete", {
-            "worker_id": worker_id, "channel": self.channel,
-            "ids": [o.job_id for o in outcomes], "attempts": [o.attempt for o in outcomes],
-            "kinds": [str(o.kind) for o in outcomes],
-            "results": [o.result_json for o in outcomes],
-            "errors": [o.error for o in outcomes],
-            "delays": [float(o.retry_delay) for o in outcomes],
-            "reasons": [o.dead_reason for o in outcomes]})
+        row = await self._fetchone(
+            "complete",
+            {
+                "worker_id": worker_id,
+                "channel": self.channel,
+                "ids": [o.job_id for o in outcomes],
+                "attempts": [o.attempt for o in outcomes],
+                "kinds": [str(o.kind) for o in outcomes],
+                "results": [o.result_json for o in outcomes],
+                "errors": [o.error for o in outcomes],
+                "delays": [float(o.retry_delay) for o in outcomes],
+                "reasons": [o.dead_reason for o in outcomes],
+            },
+        )
         return int(row[0])
 
     async def give_back(self, worker_id: UUID, jobs: Sequence[tuple[UUID, int]]) -> int:
         if not jobs:
             return 0
-        row = await self._fetchone("give_back", {
-            "worker_id": worker_id, "channel": self.channel,
-            "ids": [j[0] for j in jobs], "attempts": [j[1] for j in jobs]})
+        row = await self._fetchone(
+            "give_back",
+            {
+                "worker_id": worker_id,
+                "channel": self.channel,
+                "ids": [j[0] for j in jobs],
+                "attempts": [j[1] for j in jobs],
+            },
+        )
         return int(row[0])
 
     async def rescue_worker(self, worker_id: UUID, cause: str) -> list[RescuedJob]:
-        return _rescued(await self._fetchall("rescue_worker", {
-            "worker_id": worker_id, "cause": cause, "channel": self.channel}))
+        return _rescued(
+            await self._fetchall(
+                "rescue_worker", {"worker_id": worker_id, "cause": cause, "channel": self.channel}
+            )
+        )
 
-    async def rescue_expired(self, cause: str, *,
-                             exclude_worker: UUID | None = None) -> list[RescuedJob]:
-        return _rescued(await self._fetchall("rescue_expired", {
-            "cause": cause, "channel": self.channel, "exclude_worker": exclude_worker,
-            "lock_key": f"taskq-sweep:{self.schema}"}))
+    async def rescue_expired(
+        self, cause: str, *, exclude_worker: UUID | None = None
+    ) -> list[RescuedJob]:
+        return _rescued(
+            await self._fetchall(
+                "rescue_expired",
+                {
+                    "cause": cause,
+                    "channel": self.channel,
+                    "exclude_worker": exclude_worker,
+                    "lock_key": f"taskq-sweep:{self.schema}",
+                },
+            )
+        )
 
-    async def prune(self, *, succeeded_before: datetime, workers_before: datetime,
-                    batch: int = 1000) -> tuple[int, int]:
+    async def prune(
+        self, *, succeeded_before: datetime, workers_before: datetime, batch: int = 1000
+    ) -> tuple[int, int]:
         jobs_deleted = 0
         async with self._connection() as conn:
             while True:
-                cur = await conn.execute(Q["prune_succeeded"], {"before": succeeded_before,
-                                                                "batch": batch})
+                cur = await conn.execute(
+                    Q["prune_succeeded"], {"before": succeeded_before, "batch": batch}
+                )
                 jobs_deleted += cur.rowcount
                 if cur.rowcount < batch:
                     break
@@ -471,7 +622,8 @@ class PostgresStore:
                 conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
                 try:
                     await conn.execute(
-                        sql.SQL(Q["listen"]).format(channel=sql.Identifier(self.channel)))
+                        sql.SQL(Q["listen"]).format(channel=sql.Identifier(self.channel))
+                    )
                 except BaseException:
                     await conn.close()
                     raise

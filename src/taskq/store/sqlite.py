@@ -91,36 +91,78 @@ def split_script(script: str) -> list[str]:
         if sqlite3.complete_statement(pending):
             statement = pending.strip()
             if statement.rstrip(";").strip() and not all(
-                    part.strip().startswith("--") or not part.strip()
-                    for part in statement.splitlines()):
+                part.strip().startswith("--") or not part.strip() for part in statement.splitlines()
+            ):
                 statements.append(statement)
             pending = ""
-    if pending.strip() and not all(p.strip().startswith("--") or not p.strip()
-                                   for p in pending.splitlines()):
+    if pending.strip() and not all(
+        p.strip().startswith("--") or not p.strip() for p in pending.splitlines()
+    ):
         raise StoreError(f"incomplete SQL statement in migration: {pending.strip()[:80]!r}")
     return statements
 
 
 def _job(row: Sequence[Any]) -> Job:
-    (id_, actor, queue, args, kwargs, priority, state, attempt, max_attempts, crash_count,
-     max_crashes, idempotent, run_at, created_at, started_at, finished_at, worker_id,
-     lease_expires_at, last_error, dead_reason, result) = row
+    (
+        id_,
+        actor,
+        queue,
+        args,
+        kwargs,
+        priority,
+        state,
+        attempt,
+        max_attempts,
+        crash_count,
+        max_crashes,
+        idempotent,
+        run_at,
+        created_at,
+        started_at,
+        finished_at,
+        worker_id,
+        lease_expires_at,
+        last_error,
+        dead_reason,
+        result,
+    ) = row
     return Job(
-        id=UUID(id_), actor=actor, queue=queue, args=json.loads(args),
-        kwargs=json.loads(kwargs), priority=priority, state=state, attempts=attempt,
-        max_attempts=max_attempts, crash_count=crash_count, max_crashes=max_crashes,
-        idempotent=bool(idempotent), run_at=_dt(run_at), created_at=_dt(created_at),
-        started_at=_dt(started_at), finished_at=_dt(finished_at), worker_id=_uuid(worker_id),
-        lease_expires_at=_dt(lease_expires_at), last_error=last_error,
-        dead_reason=dead_reason, result=None if result is None else json.loads(result),
+        id=UUID(id_),
+        actor=actor,
+        queue=queue,
+        args=json.loads(args),
+        kwargs=json.loads(kwargs),
+        priority=priority,
+        state=state,
+        attempts=attempt,
+        max_attempts=max_attempts,
+        crash_count=crash_count,
+        max_crashes=max_crashes,
+        idempotent=bool(idempotent),
+        run_at=_dt(run_at),
+        created_at=_dt(created_at),
+        started_at=_dt(started_at),
+        finished_at=_dt(finished_at),
+        worker_id=_uuid(worker_id),
+        lease_expires_at=_dt(lease_expires_at),
+        last_error=last_error,
+        dead_reason=dead_reason,
+        result=None if result is None else json.loads(result),
     )
 
 
 def _worker(row: Sequence[Any]) -> WorkerInfo:
     id_, pid, hostname, queues, label, instance, started_at, last_seen_at = row
-    return WorkerInfo(id=UUID(id_), pid=pid, hostname=hostname, queues=json.loads(queues),
-                      worker_label=label, workgroup_instance=_uuid(instance),
-                      started_at=_dt(started_at), last_seen_at=_dt(last_seen_at))
+    return WorkerInfo(
+        id=UUID(id_),
+        pid=pid,
+        hostname=hostname,
+        queues=json.loads(queues),
+        worker_label=label,
+        workgroup_instance=_uuid(instance),
+        started_at=_dt(started_at),
+        last_seen_at=_dt(last_seen_at),
+    )
 
 
 class SqliteStore:
@@ -128,8 +170,13 @@ class SqliteStore:
 
     kind = "sqlite"
 
-    def __init__(self, path: str, *, busy_timeout: float = BUSY_TIMEOUT,
-                 locked_deadline: float = LOCKED_DEADLINE) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        busy_timeout: float = BUSY_TIMEOUT,
+        locked_deadline: float = LOCKED_DEADLINE,
+    ) -> None:
         self._set_path(path)
         self._busy_timeout, self._locked_deadline = busy_timeout, locked_deadline
         self._conn: sqlite3.Connection | None = None
@@ -148,8 +195,7 @@ class SqliteStore:
         executor = self._executor
         if executor is None:
             raise StoreUnavailable(f"the store for {self.display_dsn} is not open")
-        return await asyncio.get_running_loop().run_in_executor(
-            executor, self._guarded, fn, args)
+        return await asyncio.get_running_loop().run_in_executor(executor, self._guarded, fn, args)
 
     def _guarded(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         try:
@@ -162,7 +208,8 @@ class SqliteStore:
         if "no such table" in text or "no such column" in text:
             return SchemaNotMigrated(
                 f"taskq's tables are missing or out of date in {self.display_dsn}: "
-                f"run `taskq migrate` ({text})")
+                f"run `taskq migrate` ({text})"
+            )
         if _is_busy(exc) or "unable to open" in text or "disk" in text or "readonly" in text:
             return StoreUnavailable(f"SQLite database {self.display_dsn} is unavailable: {text}")
         return StoreError(f"SQLite error in {self.display_dsn}: {text}")
@@ -214,10 +261,12 @@ class SqliteStore:
         except OSError as exc:
             raise StoreUnavailable(
                 f"cannot create the directory of SQLite database sqlite:///{path}: "
-                f"{exc.strerror or exc}") from exc
+                f"{exc.strerror or exc}"
+            ) from exc
         try:
-            conn = sqlite3.connect(path, timeout=self._busy_timeout, isolation_level=None,
-                                   check_same_thread=False)
+            conn = sqlite3.connect(
+                path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+            )
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"cannot open SQLite database sqlite:///{path}: {exc}") from exc
         try:
@@ -284,8 +333,9 @@ class SqliteStore:
                     continue
                 for statement in split_script(migration.sql):
                     db.execute(statement)
-                db.execute(Q["record_migration"], {"version": migration.version,
-                                                   "now": time.time()})
+                db.execute(
+                    Q["record_migration"], {"version": migration.version, "now": time.time()}
+                )
                 applied.append(migration.version)
             return applied
 
@@ -302,7 +352,8 @@ class SqliteStore:
         missing = [m.version for m in MIGRATIONS if m.version not in done]
         if missing:
             raise SchemaNotMigrated(
-                f"{self.display_dsn} lacks migrations {', '.join(missing)}: run `taskq migrate`")
+                f"{self.display_dsn} lacks migrations {', '.join(missing)}: run `taskq migrate`"
+            )
 
     async def check_schema(self) -> None:
         await self._run(self._check_schema)
@@ -316,11 +367,22 @@ class SqliteStore:
     # -- producers -------------------------------------------------------------------
     def _enqueue(self, specs: Sequence[JobSpec]) -> list[UUID]:
         now = time.time()
-        rows = [{
-            "id": str(s.id), "actor": s.actor, "queue": s.queue, "args": s.args_json,
-            "kwargs": s.kwargs_json, "priority": s.priority, "run_at": _ts(s.run_at),
-            "now": now, "max_attempts": s.max_attempts, "max_crashes": s.max_crashes,
-            "idempotent": int(s.idempotent)} for s in specs]
+        rows = [
+            {
+                "id": str(s.id),
+                "actor": s.actor,
+                "queue": s.queue,
+                "args": s.args_json,
+                "kwargs": s.kwargs_json,
+                "priority": s.priority,
+                "run_at": _ts(s.run_at),
+                "now": now,
+                "max_attempts": s.max_attempts,
+                "max_crashes": s.max_crashes,
+                "idempotent": int(s.idempotent),
+            }
+            for s in specs
+        ]
         self._write(self._db.executemany, Q["enqueue"], rows)
         return [s.id for s in specs]
 
@@ -331,11 +393,13 @@ class SqliteStore:
 
     async def get_job(self, job_id: UUID) -> Job | None:
         row = await self._run(
-            lambda: self._db.execute(Q["get_job"], {"id": str(job_id)}).fetchone())
+            lambda: self._db.execute(Q["get_job"], {"id": str(job_id)}).fetchone()
+        )
         return _job(row) if row else None
 
-    async def list_jobs(self, *, state: str | None = None, queue: str | None = None,
-                        limit: int = 100) -> list[Job]:
+    async def list_jobs(
+        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+    ) -> list[Job]:
         params = {"state": state, "queue": queue, "limit": limit}
         rows = await self._run(lambda: self._db.execute(Q["list_jobs"], params).fetchall())
         return [_job(r) for r in rows]
@@ -357,8 +421,10 @@ class SqliteStore:
         return await self._run(self._moved_ids, "retry_jobs", job_ids)
 
     async def retry_all_dead(self) -> int:
-        return await self._run(self._write, lambda: self._db.execute(
-            Q["retry_all_dead"], {"now": time.time()}).rowcount)
+        return await self._run(
+            self._write,
+            lambda: self._db.execute(Q["retry_all_dead"], {"now": time.time()}).rowcount,
+        )
 
     async def cancel_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
         if not job_ids:
@@ -367,10 +433,18 @@ class SqliteStore:
 
     def _actor_configs(self) -> dict[str, ActorConfig]:
         return {
-            r[0]: ActorConfig(name=r[0], queue=r[1], max_attempts=r[2], max_crashes=r[3],
-                              idempotent=bool(r[4]), cpu_bound=bool(r[5]), timeout=r[6],
-                              extra=json.loads(r[7]))
-            for r in self._db.execute(Q["actor_configs"])}
+            r[0]: ActorConfig(
+                name=r[0],
+                queue=r[1],
+                max_attempts=r[2],
+                max_crashes=r[3],
+                idempotent=bool(r[4]),
+                cpu_bound=bool(r[5]),
+                timeout=r[6],
+                extra=json.loads(r[7]),
+            )
+            for r in self._db.execute(Q["actor_configs"])
+        }
 
     async def actor_configs(self) -> dict[str, ActorConfig]:
         return await self._run(self._actor_configs)
@@ -380,38 +454,52 @@ class SqliteStore:
         if differences and not force:
             return differences
         now = time.time()
-        self._db.executemany(Q["upsert_actor_config"], [{
-            "name": c.name, "queue": c.queue, "max_attempts": c.max_attempts,
-            "max_crashes": c.max_crashes, "idempotent": int(c.idempotent),
-            "cpu_bound": int(c.cpu_bound), "timeout": c.timeout,
-            "extra": json.dumps(c.extra), "now": now} for c in configs])
+        self._db.executemany(
+            Q["upsert_actor_config"],
+            [
+                {
+                    "name": c.name,
+                    "queue": c.queue,
+                    "max_attempts": c.max_attempts,
+                    "max_crashes": c.max_crashes,
+                    "idempotent": int(c.idempotent),
+                    "cpu_bound": int(c.cpu_bound),
+                    "timeout": c.timeout,
+                    "extra": json.dumps(c.extra),
+                    "now": now,
+                }
+                for c in configs
+            ],
+        )
         return differences
 
-    async def sync_actor_configs(self, configs: Sequence[ActorConfig], *,
-                                 force: bool) -> list[str]:
+    async def sync_actor_configs(self, configs: Sequence[ActorConfig], *, force: bool) -> list[str]:
         return await self._run(self._write, self._sync_actor_configs, configs, force)
 
     # -- workers ---------------------------------------------------------------------
     async def register_worker(self, info: WorkerInfo) -> None:
         params = {
             "id": str(info.id),
-            "workgroup_instance": str(info.workgroup_instance) if info.workgroup_instance
-            else None,
-            "worker_label": info.worker_label, "pid": info.pid, "hostname": info.hostname,
-            "queues": json.dumps(list(info.queues)), "started_at": _ts(info.started_at),
-            "now": time.time()}
+            "workgroup_instance": str(info.workgroup_instance) if info.workgroup_instance else None,
+            "worker_label": info.worker_label,
+            "pid": info.pid,
+            "hostname": info.hostname,
+            "queues": json.dumps(list(info.queues)),
+            "started_at": _ts(info.started_at),
+            "now": time.time(),
+        }
         await self._run(self._write, self._db.execute, Q["register_worker"], params)
 
     async def unregister_worker(self, worker_id: UUID) -> None:
-        await self._run(self._write, self._db.execute, Q["unregister_worker"],
-                        {"id": str(worker_id)})
+        await self._run(
+            self._write, self._db.execute, Q["unregister_worker"], {"id": str(worker_id)}
+        )
 
     async def list_workers(self) -> list[WorkerInfo]:
         rows = await self._run(lambda: self._db.execute(Q["list_workers"]).fetchall())
         return [_worker(r) for r in rows]
 
-    async def find_worker(self, workgroup_instance: UUID,
-                          worker_label: str) -> WorkerInfo | None:
+    async def find_worker(self, workgroup_instance: UUID, worker_label: str) -> WorkerInfo | None:
         params = {"workgroup_instance": str(workgroup_instance), "worker_label": worker_label}
         row = await self._run(lambda: self._db.execute(Q["find_worker"], params).fetchone())
         return _worker(row) if row else None
@@ -430,31 +518,68 @@ class SqliteStore:
         self._claim_marker = (version, self._own_commits)
         return rows
 
-    async def claim(self, worker_id: UUID, queues: Sequence[str], limit: int,
-                    lease_seconds: float, exclude_actors: Sequence[str] = ()) -> list[ClaimedJob]:
+    async def claim(
+        self,
+        worker_id: UUID,
+        queues: Sequence[str],
+        limit: int,
+        lease_seconds: float,
+        exclude_actors: Sequence[str] = (),
+    ) -> list[ClaimedJob]:
         if limit < 1 or not queues:
             return []
-        params = {"worker_id": str(worker_id), "queues": json.dumps(list(queues)),
-                  "exclude_actors": json.dumps(list(exclude_actors)), "limit": limit,
-                  "lease": float(lease_seconds), "now": time.time()}
+        params = {
+            "worker_id": str(worker_id),
+            "queues": json.dumps(list(queues)),
+            "exclude_actors": json.dumps(list(exclude_actors)),
+            "limit": limit,
+            "lease": float(lease_seconds),
+            "now": time.time(),
+        }
         rows = await self._run(self._claim, params)
         rows.sort(key=lambda r: (r[10], r[11], r[0]))
-        return [ClaimedJob(id=UUID(r[0]), actor=r[1], queue=r[2], args_json=r[3],
-                           kwargs_json=r[4], attempt=r[5], max_attempts=r[6],
-                           crash_count=r[7], max_crashes=r[8], idempotent=bool(r[9]))
-                for r in rows]
+        return [
+            ClaimedJob(
+                id=UUID(r[0]),
+                actor=r[1],
+                queue=r[2],
+                args_json=r[3],
+                kwargs_json=r[4],
+                attempt=r[5],
+                max_attempts=r[6],
+                crash_count=r[7],
+                max_crashes=r[8],
+                idempotent=bool(r[9]),
+            )
+            for r in rows
+        ]
 
-    def _crash(self, runs: Sequence[tuple[str, int, str, str | None]],
-               now: float) -> list[RescuedJob]:
+    def _crash(
+        self, runs: Sequence[tuple[str, int, str, str | None]], now: float
+    ) -> list[RescuedJob]:
         """The crash rules on (id, attempt, worker_id, error) runs, inside a write."""
         rescued = []
         for job_id, attempt, worker_id, error in runs:
-            row = self._db.execute(Q["crash_run"], {
-                "id": job_id, "attempt": attempt, "worker_id": worker_id, "error": error,
-                "now": now}).fetchone()
+            row = self._db.execute(
+                Q["crash_run"],
+                {
+                    "id": job_id,
+                    "attempt": attempt,
+                    "worker_id": worker_id,
+                    "error": error,
+                    "now": now,
+                },
+            ).fetchone()
             if row:
-                rescued.append(RescuedJob(id=UUID(row[0]), actor=row[1], state=row[2],
-                                          dead_reason=row[3], crash_count=row[4]))
+                rescued.append(
+                    RescuedJob(
+                        id=UUID(row[0]),
+                        actor=row[1],
+                        state=row[2],
+                        dead_reason=row[3],
+                        crash_count=row[4],
+                    )
+                )
         return rescued
 
     def _complete(self, worker_id: str, outcomes: Sequence[Outcome]) -> int:
@@ -465,10 +590,20 @@ class SqliteStore:
             if o.kind == OutcomeKind.CRASHED:
                 crashes.append((str(o.job_id), o.attempt, worker_id, o.error))
                 continue
-            changed += self._db.execute(Q["finish_run"], {
-                "id": str(o.job_id), "attempt": o.attempt, "worker_id": worker_id,
-                "kind": str(o.kind), "result": o.result_json, "error": o.error,
-                "delay": float(o.retry_delay), "reason": o.dead_reason, "now": now}).rowcount
+            changed += self._db.execute(
+                Q["finish_run"],
+                {
+                    "id": str(o.job_id),
+                    "attempt": o.attempt,
+                    "worker_id": worker_id,
+                    "kind": str(o.kind),
+                    "result": o.result_json,
+                    "error": o.error,
+                    "delay": float(o.retry_delay),
+                    "reason": o.dead_reason,
+                    "now": now,
+                },
+            ).rowcount
         return changed + len(self._crash(crashes, now))
 
     async def complete(self, worker_id: UUID, outcomes: Sequence[Outcome]) -> int:
@@ -477,9 +612,12 @@ class SqliteStore:
         return await self._run(self._write, self._complete, str(worker_id), outcomes)
 
     def _give_back(self, worker_id: str, jobs: Sequence[tuple[UUID, int]]) -> int:
-        return sum(self._db.execute(Q["give_back"], {
-            "id": str(job_id), "attempt": attempt, "worker_id": worker_id}).rowcount
-            for job_id, attempt in jobs)
+        return sum(
+            self._db.execute(
+                Q["give_back"], {"id": str(job_id), "attempt": attempt, "worker_id": worker_id}
+            ).rowcount
+            for job_id, attempt in jobs
+        )
 
     async def give_back(self, worker_id: UUID, jobs: Sequence[tuple[UUID, int]]) -> int:
         if not jobs:
@@ -497,39 +635,53 @@ class SqliteStore:
 
     def _rescue_expired(self, cause: str, exclude_worker: UUID | None) -> list[RescuedJob]:
         now = time.time()
-        runs = self._db.execute(Q["expired_runs"], {
-            "now": now, "exclude_worker": None if exclude_worker is None else str(exclude_worker),
-        }).fetchall()
+        runs = self._db.execute(
+            Q["expired_runs"],
+            {
+                "now": now,
+                "exclude_worker": None if exclude_worker is None else str(exclude_worker),
+            },
+        ).fetchall()
         return self._crash(
-            [(r[0], r[1], r[2], f"{cause}: worker {r[2]} lease expired") for r in runs], now)
+            [(r[0], r[1], r[2], f"{cause}: worker {r[2]} lease expired") for r in runs], now
+        )
 
-    async def rescue_expired(self, cause: str, *,
-                             exclude_worker: UUID | None = None) -> list[RescuedJob]:
+    async def rescue_expired(
+        self, cause: str, *, exclude_worker: UUID | None = None
+    ) -> list[RescuedJob]:
         # BEGIN IMMEDIATE makes this exclusive across processes: one sweeper at a time.
         return await self._run(self._write, self._rescue_expired, cause, exclude_worker)
 
-    def _prune(self, succeeded_before: float, workers_before: float,
-               batch: int) -> tuple[int, int]:
+    def _prune(self, succeeded_before: float, workers_before: float, batch: int) -> tuple[int, int]:
         jobs_deleted = 0
         while True:
-            deleted = self._write(lambda: self._db.execute(
-                Q["prune_succeeded"], {"before": succeeded_before, "batch": batch}).rowcount)
+            deleted = self._write(
+                lambda: (
+                    self._db.execute(
+                        Q["prune_succeeded"], {"before": succeeded_before, "batch": batch}
+                    ).rowcount
+                )
+            )
             jobs_deleted += deleted
             if deleted < batch:
                 break
-        workers_deleted = self._write(lambda: self._db.execute(
-            Q["prune_workers"], {"before": workers_before}).rowcount)
+        workers_deleted = self._write(
+            lambda: self._db.execute(Q["prune_workers"], {"before": workers_before}).rowcount
+        )
         return jobs_deleted, workers_deleted
 
-    async def prune(self, *, succeeded_before: datetime, workers_before: datetime,
-                    batch: int = 1000) -> tuple[int, int]:
-        return await self._run(self._prune, succeeded_before.timestamp(),
-                               workers_before.timestamp(), batch)
+    async def prune(
+        self, *, succeeded_before: datetime, workers_before: datetime, batch: int = 1000
+    ) -> tuple[int, int]:
+        return await self._run(
+            self._prune, succeeded_before.timestamp(), workers_before.timestamp(), batch
+        )
 
     # -- waking ----------------------------------------------------------------------
     def _due(self, queues: str) -> bool:
-        (exists,) = self._db.execute(Q["due_job_exists"], {"queues": queues,
-                                                           "now": time.time()}).fetchone()
+        (exists,) = self._db.execute(
+            Q["due_job_exists"], {"queues": queues, "now": time.time()}
+        ).fetchone()
         return bool(exists)
 
     async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:

@@ -28,8 +28,9 @@ log = get_logger(__name__)
 
 
 class Acker:
-    def __init__(self, store: Store, worker_id: UUID, *, max_batch: int = 200,
-                 linger: float = 0.002) -> None:
+    def __init__(
+        self, store: Store, worker_id: UUID, *, max_batch: int = 200, linger: float = 0.002
+    ) -> None:
         self._store = store
         self._worker_id = worker_id
         self.max_batch = max_batch
@@ -82,8 +83,11 @@ class Acker:
                 del self._outcomes[: len(outcomes)]
                 if changed < len(outcomes):
                     self.fenced_out += len(outcomes) - changed
-                    log.warning("acks-fenced-out", count=len(outcomes) - changed,
-                                note="those jobs' leases were taken over; nothing was changed")
+                    log.warning(
+                        "acks-fenced-out",
+                        count=len(outcomes) - changed,
+                        note="those jobs' leases were taken over; nothing was changed",
+                    )
         except StoreError as exc:
             await asyncio.sleep(self._backoff.failed(exc))
             return False
@@ -101,6 +105,9 @@ class Acker:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         if self.pending:
-            log.error("acks-not-written", outcomes=len(self._outcomes),
-                      give_backs=len(self._give_backs),
-                      note="their leases will expire and the sweeper will rescue them")
+            log.error(
+                "acks-not-written",
+                outcomes=len(self._outcomes),
+                give_backs=len(self._give_backs),
+                note="their leases will expire and the sweeper will rescue them",
+            )

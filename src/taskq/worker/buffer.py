@@ -70,8 +70,9 @@ class JobBuffer:
         """A job left the worker (finished after ``duration`` seconds, or given back)."""
         if duration is not None:
             average = self.average_duration
-            self.average_duration = (duration if average is None
-                                     else average + _SMOOTHING * (duration - average))
+            self.average_duration = (
+                duration if average is None else average + _SMOOTHING * (duration - average)
+            )
         self.in_flight -= 1
         if self.free > 0:
             self._room.set()

@@ -29,9 +29,18 @@ class RunningJob:
 
 
 class Consumer:
-    def __init__(self, index: int, *, buffer: JobBuffer, executor: Executor, acker: Acker,
-                 running: dict[UUID, RunningJob], middleware: list[Middleware],
-                 stopping: Callable[[], bool], on_success: Callable[[], None] | None) -> None:
+    def __init__(
+        self,
+        index: int,
+        *,
+        buffer: JobBuffer,
+        executor: Executor,
+        acker: Acker,
+        running: dict[UUID, RunningJob],
+        middleware: list[Middleware],
+        stopping: Callable[[], bool],
+        on_success: Callable[[], None] | None,
+    ) -> None:
         self.index = index
         self._buffer = buffer
         self._executor = executor
@@ -49,8 +58,12 @@ class Consumer:
         return self.held is not None
 
     async def run(self) -> None:
-        get, execute, buffer, acker = (self._buffer.get, self._executor.execute, self._buffer,
-                                       self._acker)
+        get, execute, buffer, acker = (
+            self._buffer.get,
+            self._executor.execute,
+            self._buffer,
+            self._acker,
+        )
         perf_counter = time.perf_counter
         running, middleware = self._running, self._middleware
         try:

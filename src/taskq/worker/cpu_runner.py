@@ -77,8 +77,12 @@ class CpuRunner:
             raise RuntimeError("the CPU process pool was not started")
         try:
             result_json = await self._pool.run(
-                actor.name, job.args_json, job.kwargs_json, timeout=actor.timeout,
-                job_id=job.id, attempt=job.attempt,
+                actor.name,
+                job.args_json,
+                job.kwargs_json,
+                timeout=actor.timeout,
+                job_id=job.id,
+                attempt=job.attempt,
             )
         except (JobFailed, JobTimedOut) as exc:
             return outcomes.failed(job, _pool_error(exc), actor.retry_backoff)
@@ -91,11 +95,14 @@ class CpuRunner:
         except PayloadUndecodable as exc:
             return outcomes.dead(job, DeadReason.UNDECODABLE, f"PayloadUndecodable: {exc}")
         if result_json is not None and len(result_json) > result_max_bytes:
-            log.warning("job-result-dropped", job=str(job.id), actor=job.actor,
-                        reason=f"result is {len(result_json)} bytes, over {result_max_bytes}")
+            log.warning(
+                "job-result-dropped",
+                job=str(job.id),
+                actor=job.actor,
+                reason=f"result is {len(result_json)} bytes, over {result_max_bytes}",
+            )
             result_json = None
-        return Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED,
-                       result_json=result_json)
+        return Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED, result_json=result_json)
 
     async def close(self, grace: float) -> None:
         if self._pool is not None:

@@ -32,10 +32,18 @@ BACKLOG_PAUSE = 0.05
 
 
 class Fetcher:
-    def __init__(self, store: Store, worker_id: UUID, queues: Sequence[str], buffer: JobBuffer,
-                 *, lease: float, poll_interval: float,
-                 excluded_actors: Callable[[], Sequence[str]] = tuple,
-                 can_claim: Callable[[], bool] = lambda: True) -> None:
+    def __init__(
+        self,
+        store: Store,
+        worker_id: UUID,
+        queues: Sequence[str],
+        buffer: JobBuffer,
+        *,
+        lease: float,
+        poll_interval: float,
+        excluded_actors: Callable[[], Sequence[str]] = tuple,
+        can_claim: Callable[[], bool] = lambda: True,
+    ) -> None:
         self._store = store
         self._worker_id = worker_id
         self._queues = list(queues)
@@ -63,8 +71,9 @@ class Fetcher:
             await asyncio.sleep(0)  # let consumers that are finishing right now free slots
             limit = min(buffer.free, MAX_BATCH)
             try:
-                jobs = await self._store.claim(self._worker_id, self._queues, limit,
-                                               self._lease, self._excluded_actors())
+                jobs = await self._store.claim(
+                    self._worker_id, self._queues, limit, self._lease, self._excluded_actors()
+                )
             except StoreError as exc:
                 await self._until(asyncio.sleep(self._backoff.failed(exc)))
                 continue
@@ -78,13 +87,16 @@ class Fetcher:
 
     async def _wait_for_jobs(self) -> None:
         try:
-            await self._until(self._store.wait_for_jobs(self._queues, self._poll_interval),
-                              timeout=self._poll_interval + 1.0)
+            await self._until(
+                self._store.wait_for_jobs(self._queues, self._poll_interval),
+                timeout=self._poll_interval + 1.0,
+            )
         except StoreError as exc:
             await self._until(asyncio.sleep(self._backoff.failed(exc)))
 
-    async def _until(self, awaitable: Coroutine[Any, Any, Any],
-                     timeout: float | None = None) -> None:
+    async def _until(
+        self, awaitable: Coroutine[Any, Any, Any], timeout: float | None = None
+    ) -> None:
         """Await ``awaitable`` unless ``stop`` comes first (then it is cancelled)."""
         if self._stopped.is_set():
             awaitable.close()
@@ -92,8 +104,9 @@ class Fetcher:
         waiter = asyncio.ensure_future(awaitable)
         stopped = asyncio.ensure_future(self._stopped.wait())
         try:
-            done, _ = await asyncio.wait({waiter, stopped}, timeout=timeout,
-                                         return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {waiter, stopped}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             for fut in (waiter, stopped):
                 if not fut.done():

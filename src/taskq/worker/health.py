@@ -22,9 +22,14 @@ log = get_logger(__name__)
 
 
 class HealthServer:
-    def __init__(self, *, ready: Callable[[], Awaitable[tuple[bool, str]]],
-                 port: int | None = None, host: str = "0.0.0.0",
-                 socket_path: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        ready: Callable[[], Awaitable[tuple[bool, str]]],
+        port: int | None = None,
+        host: str = "0.0.0.0",
+        socket_path: str | None = None,
+    ) -> None:
         self._ready = ready
         self._port = port
         self._host = host
@@ -44,8 +49,9 @@ class HealthServer:
                 log.info("health-server-started", host=self._host, port=self.bound_port)
         except OSError as exc:
             where = self._socket_path or f"{self._host}:{self._port}"
-            raise ConfigError(f"cannot serve health endpoints on {where}: "
-                              f"{exc.strerror or exc}") from exc
+            raise ConfigError(
+                f"cannot serve health endpoints on {where}: {exc.strerror or exc}"
+            ) from exc
 
     async def close(self) -> None:
         await self._server.close()

@@ -21,8 +21,9 @@ log = get_logger(__name__)
 
 
 class LagMonitor:
-    def __init__(self, running_actors: Callable[[], list[str]], *, tick: float = 0.1,
-                 warn_after: float = 1.0) -> None:
+    def __init__(
+        self, running_actors: Callable[[], list[str]], *, tick: float = 0.1, warn_after: float = 1.0
+    ) -> None:
         self._running_actors = running_actors
         self.tick = tick
         self.warn_after = warn_after
@@ -33,8 +34,7 @@ class LagMonitor:
 
     async def run(self) -> None:
         """The on-loop half; also starts the watchdog thread (stopped by ``close``)."""
-        self._thread = threading.Thread(target=self._watch, name="taskq-lag-watchdog",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._watch, name="taskq-lag-watchdog", daemon=True)
         self._thread.start()
         while True:
             before = time.monotonic()
@@ -51,8 +51,11 @@ class LagMonitor:
             if stalled > self.warn_after and warned_for != last:
                 warned_for = last
                 self.warnings += 1
-                log.warning("event-loop-blocked", blocked_for=round(stalled, 3),
-                            running_actors=self._snapshot())
+                log.warning(
+                    "event-loop-blocked",
+                    blocked_for=round(stalled, 3),
+                    running_actors=self._snapshot(),
+                )
 
     def _snapshot(self) -> list[str]:
         for _ in range(3):  # the loop may be mutating the running set right now

@@ -53,8 +53,9 @@ async def _main(config: WorkerConfig, parent: int) -> int:
     remove = signals.install(loop, on_stop=worker.request_stop, on_reload=worker.request_reload)
     watcher: asyncio.Task[None] | None = None
     if config.workgroup_instance is not None:
-        watcher = asyncio.create_task(signals.watch_parent(parent, worker.request_stop),
-                                      name="taskq-parent-watch")
+        watcher = asyncio.create_task(
+            signals.watch_parent(parent, worker.request_stop), name="taskq-parent-watch"
+        )
     try:
         return await worker.run()
     finally:

@@ -39,7 +39,8 @@ def load_middleware(references: Sequence[str]) -> list[Middleware]:
         if isinstance(obj, type) and issubclass(obj, Middleware):
             obj = obj()
         if not isinstance(obj, Middleware):
-            raise ConfigError(f"{reference!r} is a {type(obj).__name__}, not a taskq worker "
-                              "Middleware")
+            raise ConfigError(
+                f"{reference!r} is a {type(obj).__name__}, not a taskq worker Middleware"
+            )
         loaded.append(obj)
     return loaded

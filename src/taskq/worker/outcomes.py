@@ -67,8 +67,14 @@ def failed(job: ClaimedJob, error: str, backoff: RetryBackoff) -> Outcome:
 
 def dead(job: ClaimedJob, reason: str, error: str) -> Outcome:
     metrics.pool_items_dead_lettered.labels(job.actor, reason).inc()
-    log.warning("job-dead", job=str(job.id), actor=job.actor, reason=reason,
-                attempt=job.attempt, error=error.splitlines()[0] if error else None)
+    log.warning(
+        "job-dead",
+        job=str(job.id),
+        actor=job.actor,
+        reason=reason,
+        attempt=job.attempt,
+        error=error.splitlines()[0] if error else None,
+    )
     return Outcome(job.id, job.attempt, OutcomeKind.DEAD, error=error, dead_reason=reason)
 
 

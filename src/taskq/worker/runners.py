@@ -43,8 +43,9 @@ class _Plan:
 
 
 class Executor:
-    def __init__(self, registry: Registry, threads: ThreadRunner, cpu: CpuRunner,
-                 result_max_bytes: int) -> None:
+    def __init__(
+        self, registry: Registry, threads: ThreadRunner, cpu: CpuRunner, result_max_bytes: int
+    ) -> None:
         self._threads = threads
         self._cpu = cpu
         self._result_max_bytes = result_max_bytes
@@ -53,8 +54,7 @@ class Executor:
     @staticmethod
     def _plan(actor: Actor) -> _Plan:
         kind = CPU if actor.cpu_bound else ASYNC if actor.is_async else SYNC
-        finished = {k.value: metrics.jobs_finished.labels(actor.name, k.value)
-                    for k in OutcomeKind}
+        finished = {k.value: metrics.jobs_finished.labels(actor.name, k.value) for k in OutcomeKind}
         finished["given_back"] = metrics.jobs_finished.labels(actor.name, "given_back")
         return _Plan(actor, kind, metrics.job_duration.labels(actor.name), finished)
 
@@ -67,8 +67,10 @@ class Executor:
         plan = self._plans.get(job.actor)
         if plan is None:
             outcome = outcomes.dead(
-                job, DeadReason.UNKNOWN_ACTOR,
-                f"ActorNotFound: no actor named {job.actor!r} in this worker's registry")
+                job,
+                DeadReason.UNKNOWN_ACTOR,
+                f"ActorNotFound: no actor named {job.actor!r} in this worker's registry",
+            )
             metrics.jobs_finished.labels(job.actor, OutcomeKind.DEAD.value).inc()
             return outcome
         started = time.perf_counter()
@@ -88,8 +90,9 @@ class Executor:
             if not isinstance(args, list) or not isinstance(kwargs, dict):
                 raise ValueError("arguments must be a JSON array and a JSON object")
         except ValueError as exc:
-            return outcomes.dead(job, DeadReason.UNDECODABLE,
-                                 f"undecodable payload: {type(exc).__name__}: {exc}")
+            return outcomes.dead(
+                job, DeadReason.UNDECODABLE, f"undecodable payload: {type(exc).__name__}: {exc}"
+            )
         actor = plan.actor
         try:
             if plan.kind == ASYNC:
@@ -114,8 +117,9 @@ class Executor:
                 raise JobTimedOut(f"job ran past its timeout of {actor.timeout}s") from None
             raise
 
-    async def _run_sync(self, job: ClaimedJob, actor: Actor, args: list[Any],
-                        kwargs: dict[str, Any]) -> Any:
+    async def _run_sync(
+        self, job: ClaimedJob, actor: Actor, args: list[Any], kwargs: dict[str, Any]
+    ) -> Any:
         future = self._threads.submit(actor.fn, args, kwargs)
         if actor.timeout is None:
             return await future
@@ -124,7 +128,11 @@ class Executor:
         except TimeoutError:
             if not future.cancelled():
                 raise
-            log.warning("sync-job-timed-out", job=str(job.id), actor=actor.name,
-                        timeout=actor.timeout,
-                        note="its thread cannot be stopped and runs on until it returns")
+            log.warning(
+                "sync-job-timed-out",
+                job=str(job.id),
+                actor=actor.name,
+                timeout=actor.timeout,
+                note="its thread cannot be stopped and runs on until it returns",
+            )
             raise JobTimedOut(f"job ran past its timeout of {actor.timeout}s") from None

@@ -25,8 +25,12 @@ log = get_logger(__name__)
 PR_SET_PDEATHSIG = 1
 
 
-def install(loop: asyncio.AbstractEventLoop, *, on_stop: Callable[[str], None],
-            on_reload: Callable[[], None]) -> Callable[[], None]:
+def install(
+    loop: asyncio.AbstractEventLoop,
+    *,
+    on_stop: Callable[[str], None],
+    on_reload: Callable[[], None],
+) -> Callable[[], None]:
     """Route the signals to the worker; returns a function that removes the handlers."""
     handled: list[int] = []
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -57,8 +61,9 @@ def set_parent_death_signal() -> bool:
     return True
 
 
-async def watch_parent(parent_pid: int, on_gone: Callable[[str], None],
-                       interval: float = 1.0) -> None:
+async def watch_parent(
+    parent_pid: int, on_gone: Callable[[str], None], interval: float = 1.0
+) -> None:
     """Call ``on_gone`` once when our parent process is no longer ``parent_pid``."""
     while os.getppid() == parent_pid:  # noqa: ASYNC110 (nothing to wait on)
         await asyncio.sleep(interval)

@@ -34,13 +34,19 @@ class SupervisorResult(enum.Enum):
 
 
 class TaskSupervisor:
-    def __init__(self, size: int, spawn: Callable[[int, Callable[[], None]], Consumer], *,
-                 policy: RestartPolicy | None = None,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        size: int,
+        spawn: Callable[[int, Callable[[], None]], Consumer],
+        *,
+        policy: RestartPolicy | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self.size = size
         self._spawn_consumer = spawn
-        self.policy = policy or RestartPolicy(initial=0.1, factor=2.0, maximum=10.0,
-                                              burst_limit=10, burst_window=60.0)
+        self.policy = policy or RestartPolicy(
+            initial=0.1, factor=2.0, maximum=10.0, burst_limit=10, burst_window=60.0
+        )
         self._sleep = sleep
         self.members: dict[asyncio.Task[None], Consumer] = {}
         self._restarts: dict[asyncio.Task[None], int] = {}  # restart timers -> index
@@ -68,7 +74,8 @@ class TaskSupervisor:
             while not self.stopping:
                 done, _ = await asyncio.wait(
                     {*self.members, *self._restarts, stop_waiter},
-                    return_when=asyncio.FIRST_COMPLETED)
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
                 for task in done:
                     if task in self._restarts:
                         self._restarted(task)
@@ -102,8 +109,13 @@ class TaskSupervisor:
         else:
             exc = task.exception()
             reason = f"{type(exc).__name__}: {exc}" if exc else "returned unexpectedly"
-        log.error("worker died", consumer=consumer.index, exception=reason,
-                  alive=len(self.members), exc_info=exc)
+        log.error(
+            "worker died",
+            consumer=consumer.index,
+            exception=reason,
+            alive=len(self.members),
+            exc_info=exc,
+        )
         decision = self.policy.on_failure()
         if decision.give_up:
             log.critical(
@@ -115,11 +127,14 @@ class TaskSupervisor:
             )
             self.stopping = True
             return True
-        log.warning("worker-restart-scheduled", consumer=consumer.index,
-                    delay=round(decision.delay, 4), attempt=decision.attempt,
-                    restarts_in_window=decision.recent)
-        timer = asyncio.create_task(self._restart_timer(decision.delay),
-                                    name="taskq-restart-timer")
+        log.warning(
+            "worker-restart-scheduled",
+            consumer=consumer.index,
+            delay=round(decision.delay, 4),
+            attempt=decision.attempt,
+            restarts_in_window=decision.recent,
+        )
+        timer = asyncio.create_task(self._restart_timer(decision.delay), name="taskq-restart-timer")
         self._restarts[timer] = consumer.index
         return False
 
@@ -156,8 +171,11 @@ class TaskSupervisor:
                     remaining = deadline - asyncio.get_running_loop().time()
                     if remaining <= 0:
                         break
-                    done, _ = await asyncio.wait({*busy, hurry_waiter}, timeout=remaining,
-                                                 return_when=asyncio.FIRST_COMPLETED)
+                    done, _ = await asyncio.wait(
+                        {*busy, hurry_waiter},
+                        timeout=remaining,
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
                     busy -= done
             finally:
                 hurry_waiter.cancel()
@@ -174,5 +192,10 @@ def _log_end_during_shutdown(task: asyncio.Task[None], consumer: Consumer) -> No
         return  # expected: shutdown cancels consumers
     exc = task.exception()
     if exc is not None:
-        log.error("worker died", consumer=consumer.index, during="shutdown",
-                  exception=f"{type(exc).__name__}: {exc}", exc_info=exc)
+        log.error(
+            "worker died",
+            consumer=consumer.index,
+            during="shutdown",
+            exception=f"{type(exc).__name__}: {exc}",
+            exc_info=exc,
+        )

@@ -43,14 +43,29 @@ def count_rescued(rescued: Sequence[RescuedJob], detected_by: str) -> None:
         metrics.jobs_rescued.labels(detected_by, result).inc()
         if job.state != JobState.QUEUED:
             metrics.pool_items_dead_lettered.labels(job.actor, job.dead_reason or "crashed").inc()
-        log.warning("job-rescued", job=str(job.id), actor=job.actor, detected_by=detected_by,
-                    state=job.state, dead_reason=job.dead_reason, crash_count=job.crash_count)
+        log.warning(
+            "job-rescued",
+            job=str(job.id),
+            actor=job.actor,
+            detected_by=detected_by,
+            state=job.state,
+            dead_reason=job.dead_reason,
+            crash_count=job.crash_count,
+        )
 
 
 class Sweeper:
-    def __init__(self, store: Store, *, interval: float, prune_interval: float,
-                 retention_succeeded: float, retention_workers: float,
-                 worker_id: UUID | None = None, quiet_after_outage: float = 0.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        interval: float,
+        prune_interval: float,
+        retention_succeeded: float,
+        retention_workers: float,
+        worker_id: UUID | None = None,
+        quiet_after_outage: float = 0.0,
+    ) -> None:
         self.store = store
         self.worker_id = worker_id
         self.quiet_after_outage = quiet_after_outage

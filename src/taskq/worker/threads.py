@@ -31,8 +31,9 @@ class ThreadRunner:
     def threads(self) -> int:
         return sum(1 for t in self._threads if t.is_alive())
 
-    def submit(self, fn: Callable[..., Any], args: list[Any],
-               kwargs: dict[str, Any]) -> asyncio.Future[Any]:
+    def submit(
+        self, fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]
+    ) -> asyncio.Future[Any]:
         """Run ``fn(*args, **kwargs)`` in a thread; the future resolves on this loop."""
         if self._closed:
             raise RuntimeError("the sync-actor thread pool is closed")
@@ -77,8 +78,12 @@ class ThreadRunner:
             self._work.put(_STOP)
 
 
-def _deliver(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any,
-             exc: BaseException | None) -> None:
+def _deliver(
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[Any],
+    result: Any,
+    exc: BaseException | None,
+) -> None:
     def settle() -> None:
         if future.done():  # timed out or cancelled meanwhile: nobody waits any more
             return

@@ -71,9 +71,14 @@ def validate(config: WorkerConfig) -> None:
 class Worker:
     """A worker process's machinery, usable in-process: ``await Worker(config).run()``."""
 
-    def __init__(self, config: WorkerConfig, *, registry: Registry | None = None,
-                 middleware: Sequence[Middleware] = (),
-                 restart_policy: RestartPolicy | None = None) -> None:
+    def __init__(
+        self,
+        config: WorkerConfig,
+        *,
+        registry: Registry | None = None,
+        middleware: Sequence[Middleware] = (),
+        restart_policy: RestartPolicy | None = None,
+    ) -> None:
         validate(config)
         self._restart_policy = restart_policy
         self.config = config
@@ -105,8 +110,12 @@ class Worker:
             return
         if self._stop_reason is None:
             self._stop_reason = reason
-            log.info("worker-stopping", worker=str(self.id), reason=reason,
-                     grace=self.config.shutdown_grace)
+            log.info(
+                "worker-stopping",
+                worker=str(self.id),
+                reason=reason,
+                grace=self.config.shutdown_grace,
+            )
             self._stop_event.set()
         if (immediate or self._stop_requests > 1) and self.supervisor is not None:
             log.info("worker-stop-hurried", worker=str(self.id), reason=reason)
@@ -119,21 +128,28 @@ class Worker:
     async def reload_credentials(self) -> bool:
         path = os.environ.get("TASKQ_DSN_FILE")
         if not path:
-            log.warning("credentials-reload-failed", reason="TASKQ_DSN_FILE is not set; "
-                        "nothing to re-read (the current connections are kept)")
+            log.warning(
+                "credentials-reload-failed",
+                reason="TASKQ_DSN_FILE is not set; "
+                "nothing to re-read (the current connections are kept)",
+            )
             return False
         assert self._reload_lock is not None
         async with self._reload_lock:
             try:
                 dsn = read_dsn_file(path)
                 if self.store is not None and dsn_kind(dsn) != self.store.kind:
-                    raise ConfigError(f"the new DSN is for {dsn_kind(dsn)}, this worker "
-                                      f"runs on {self.store.kind}")
+                    raise ConfigError(
+                        f"the new DSN is for {dsn_kind(dsn)}, this worker runs on {self.store.kind}"
+                    )
                 for store in self._stores():
                     await store.reconnect(dsn)
             except Exception as exc:  # any failure keeps the old pool; never exit on SIGHUP
-                log.error("credentials-reload-failed", reason=f"{type(exc).__name__}: {exc}",
-                          dsn_file=path)
+                log.error(
+                    "credentials-reload-failed",
+                    reason=f"{type(exc).__name__}: {exc}",
+                    dsn_file=path,
+                )
                 return False
         log.info("credentials-reloaded", dsn=redact(dsn), dsn_file=path)
         return True
@@ -155,8 +171,12 @@ class Worker:
         self._owned.discard(task)
         if not task.cancelled() and task.exception() is not None:
             exc = task.exception()
-            log.error("worker-task-failed", task=task.get_name(),
-                      exception=f"{type(exc).__name__}: {exc}", exc_info=exc)
+            log.error(
+                "worker-task-failed",
+                task=task.get_name(),
+                exception=f"{type(exc).__name__}: {exc}",
+                exc_info=exc,
+            )
 
     # -- run --------------------------------------------------------------------------
     async def run(self) -> int:
@@ -173,8 +193,11 @@ class Worker:
         self.queues = list(config.queues) or sorted(registry.queues)
         idle = sorted(set(self.queues) - registry.queues)
         if idle:
-            log.warning("queues-without-actors", queues=idle,
-                        note="jobs there are dead/unknown_actor unless they name one of ours")
+            log.warning(
+                "queues-without-actors",
+                queues=idle,
+                note="jobs there are dead/unknown_actor unless they name one of ours",
+            )
         store = create_store(config.dsn, config.schema)
         hb_store = create_store(config.dsn, config.schema)
         self.store = store
@@ -192,69 +215,108 @@ class Worker:
 
     async def _check_actor_configs(self, store: Store, registry: Registry) -> None:
         force = self.config.force_update_actor_config
-        differences = await store.sync_actor_configs([a.config() for a in registry],
-                                                     force=force)
+        differences = await store.sync_actor_configs([a.config() for a in registry], force=force)
         if differences and not force:
             raise ActorConfigDrift(
-                "actor configuration differs from the stored one: " + "; ".join(differences)
-                + " (start with --force-update-actor-config to overwrite it)")
+                "actor configuration differs from the stored one: "
+                + "; ".join(differences)
+                + " (start with --force-update-actor-config to overwrite it)"
+            )
         if differences:
             log.warning("actor-config-updated", differences=differences)
 
-    async def _serve(self, store: Store, hb_store: Store, registry: Registry,
-                     middleware: list[Middleware]) -> int:
+    async def _serve(
+        self, store: Store, hb_store: Store, registry: Registry, middleware: list[Middleware]
+    ) -> int:
         config = self.config
-        info = WorkerInfo(id=self.id, pid=os.getpid(), hostname=socket.gethostname(),
-                          queues=self.queues, worker_label=config.worker_label,
-                          workgroup_instance=config.workgroup_instance)
+        info = WorkerInfo(
+            id=self.id,
+            pid=os.getpid(),
+            hostname=socket.gethostname(),
+            queues=self.queues,
+            worker_label=config.worker_label,
+            workgroup_instance=config.workgroup_instance,
+        )
         threads = ThreadRunner()
         cpu = CpuRunner(config)
         executor = Executor(registry, threads, cpu, config.result_max_bytes)
         buffer = JobBuffer(config.max_concurrency, config.prefetch)
         acker = self.acker = Acker(store, self.id)
-        heartbeat = self.heartbeat = Heartbeat(hb_store, info, interval=config.heartbeat_interval,
-                                               lease=config.lease)
-        sweeper = Sweeper(store, interval=min(config.sweep_interval, max(config.lease / 2, 0.5)),
-                          prune_interval=config.prune_interval,
-                          retention_succeeded=config.retention_succeeded,
-                          retention_workers=config.retention_workers,
-                          worker_id=self.id, quiet_after_outage=config.lease)
+        heartbeat = self.heartbeat = Heartbeat(
+            hb_store, info, interval=config.heartbeat_interval, lease=config.lease
+        )
+        sweeper = Sweeper(
+            store,
+            interval=min(config.sweep_interval, max(config.lease / 2, 0.5)),
+            prune_interval=config.prune_interval,
+            retention_succeeded=config.retention_succeeded,
+            retention_workers=config.retention_workers,
+            worker_id=self.id,
+            quiet_after_outage=config.lease,
+        )
         lag = LagMonitor(self._running_actors)
-        health = self.health = HealthServer(ready=self._ready, port=config.health_port,
-                                            host=config.health_host,
-                                            socket_path=config.health_socket_path)
+        health = self.health = HealthServer(
+            ready=self._ready,
+            port=config.health_port,
+            host=config.health_host,
+            socket_path=config.health_socket_path,
+        )
 
         def spawn(index: int, on_success: Callable[[], None]) -> Consumer:
-            return Consumer(index, buffer=buffer, executor=executor, acker=acker,
-                            running=self.running, middleware=middleware,
-                            stopping=lambda: self.shutting_down, on_success=on_success)
+            return Consumer(
+                index,
+                buffer=buffer,
+                executor=executor,
+                acker=acker,
+                running=self.running,
+                middleware=middleware,
+                stopping=lambda: self.shutting_down,
+                on_success=on_success,
+            )
 
-        supervisor = self.supervisor = TaskSupervisor(config.max_concurrency, spawn,
-                                                      policy=self._restart_policy)
-        fetcher = self.fetcher = Fetcher(store, self.id, self.queues, buffer, lease=config.lease,
-                          poll_interval=config.poll_interval,
-                          excluded_actors=lambda: cpu.excluded_actors,
-                          # no claims while the heartbeat cannot extend their leases
-                          can_claim=lambda: (acker.pending < MAX_ACK_BACKLOG
-                                             and not heartbeat.in_outage))
+        supervisor = self.supervisor = TaskSupervisor(
+            config.max_concurrency, spawn, policy=self._restart_policy
+        )
+        fetcher = self.fetcher = Fetcher(
+            store,
+            self.id,
+            self.queues,
+            buffer,
+            lease=config.lease,
+            poll_interval=config.poll_interval,
+            excluded_actors=lambda: cpu.excluded_actors,
+            # no claims while the heartbeat cannot extend their leases
+            can_claim=lambda: acker.pending < MAX_ACK_BACKLOG and not heartbeat.in_outage,
+        )
         await heartbeat.register()
-        log.info("worker-started", worker=str(self.id), pid=info.pid, queues=self.queues,
-                 concurrency=config.max_concurrency, label=config.worker_label,
-                 store=store.display_dsn, actors=len(registry))
+        log.info(
+            "worker-started",
+            worker=str(self.id),
+            pid=info.pid,
+            queues=self.queues,
+            concurrency=config.max_concurrency,
+            label=config.worker_label,
+            store=store.display_dsn,
+            actors=len(registry),
+        )
         tasks: dict[asyncio.Task[Any], str] = {}
         try:
             await health.start()
             if executor.has_cpu_actors:
                 await cpu.start()
-            for coro, name in ((acker.run(), "acker"), (heartbeat.run(), "heartbeat"),
-                               (sweeper.run(), "sweeper"), (lag.run(), "lag-monitor"),
-                               (supervisor.run(), "supervisor"), (fetcher.run(), "fetcher")):
+            for coro, name in (
+                (acker.run(), "acker"),
+                (heartbeat.run(), "heartbeat"),
+                (sweeper.run(), "sweeper"),
+                (lag.run(), "lag-monitor"),
+                (supervisor.run(), "supervisor"),
+                (fetcher.run(), "fetcher"),
+            ):
                 tasks[asyncio.create_task(coro, name=f"taskq-{name}")] = name
             stop_event = self._stop_event
             assert stop_event is not None  # set by run()
             stop_waiter = asyncio.create_task(stop_event.wait(), name="taskq-stop")
-            done, _ = await asyncio.wait({*tasks, stop_waiter},
-                                         return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({*tasks, stop_waiter}, return_when=asyncio.FIRST_COMPLETED)
             stop_waiter.cancel()
             self._judge_early_exit(done, tasks)
             await self._shutdown(tasks, fetcher, buffer, supervisor, acker, cpu)
@@ -271,12 +333,17 @@ class Worker:
             await heartbeat.unregister()
             await health.close()
             threads.close()
-        log.info("worker-stopped", worker=str(self.id), exit_code=self.exit_code,
-                 reason=self._stop_reason)
+        log.info(
+            "worker-stopped",
+            worker=str(self.id),
+            exit_code=self.exit_code,
+            reason=self._stop_reason,
+        )
         return self.exit_code
 
-    def _judge_early_exit(self, done: set[asyncio.Task[Any]],
-                          tasks: dict[asyncio.Task[Any], str]) -> None:
+    def _judge_early_exit(
+        self, done: set[asyncio.Task[Any]], tasks: dict[asyncio.Task[Any], str]
+    ) -> None:
         """A part ended before a stop was asked for: the crash-loop guard, or a failure."""
         for task in done:
             name = tasks.get(task)
@@ -288,15 +355,24 @@ class Worker:
                     self._stop_reason = self._stop_reason or "crash-loop-guard"
                     continue
             exc = None if task.cancelled() else task.exception()
-            log.critical("worker-component-died", component=name,
-                         exception=f"{type(exc).__name__}: {exc}" if exc else "ended",
-                         exc_info=exc)
+            log.critical(
+                "worker-component-died",
+                component=name,
+                exception=f"{type(exc).__name__}: {exc}" if exc else "ended",
+                exc_info=exc,
+            )
             self.exit_code = exit_codes.COMPONENT_FAILED
             self._stop_reason = self._stop_reason or f"{name} died"
 
-    async def _shutdown(self, tasks: dict[asyncio.Task[Any], str], fetcher: Fetcher,
-                        buffer: JobBuffer, supervisor: TaskSupervisor, acker: Acker,
-                        cpu: CpuRunner) -> None:
+    async def _shutdown(
+        self,
+        tasks: dict[asyncio.Task[Any], str],
+        fetcher: Fetcher,
+        buffer: JobBuffer,
+        supervisor: TaskSupervisor,
+        acker: Acker,
+        cpu: CpuRunner,
+    ) -> None:
         self.shutting_down = True
         by_name = {name: task for task, name in tasks.items()}
         fetcher.stop()

@@ -74,8 +74,9 @@ def validate_main(path: str) -> int:
         print(line)
     for warning in report.warnings:
         _say(f"warning: {warning}")
-    print(f"ok: {path} is valid" + (f" ({len(report.warnings)} warnings)"
-                                     if report.warnings else ""))
+    print(
+        f"ok: {path} is valid" + (f" ({len(report.warnings)} warnings)" if report.warnings else "")
+    )
     return EXIT_OK
 
 

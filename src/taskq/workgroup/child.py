@@ -79,17 +79,30 @@ def build_command(
 ) -> ChildCommand:
     socket_path = health_socket_path(instance, spec.name)
     argv = [
-        executable or sys.executable, "-m", "taskq", "worker",
-        "--actors", actors,
-        "--worker-label", spec.name,
-        "--workgroup-instance", str(instance),
-        "--health-socket-path", socket_path,
-        "--queues", ",".join(spec.queues),
-        "--max-concurrency", str(spec.max_concurrency),
-        "--poll-interval", repr(spec.poll_interval),
-        "--worker-group", spec.worker_group,
-        "--heartbeat-interval", repr(spec.heartbeat_interval),
-        "--shutdown-grace", repr(supervisor.child_shutdown_grace),
+        executable or sys.executable,
+        "-m",
+        "taskq",
+        "worker",
+        "--actors",
+        actors,
+        "--worker-label",
+        spec.name,
+        "--workgroup-instance",
+        str(instance),
+        "--health-socket-path",
+        socket_path,
+        "--queues",
+        ",".join(spec.queues),
+        "--max-concurrency",
+        str(spec.max_concurrency),
+        "--poll-interval",
+        repr(spec.poll_interval),
+        "--worker-group",
+        spec.worker_group,
+        "--heartbeat-interval",
+        repr(spec.heartbeat_interval),
+        "--shutdown-grace",
+        repr(supervisor.child_shutdown_grace),
     ]
     if spec.force_update_actor_config:
         argv.append("--force-update-actor-config")
@@ -193,6 +206,7 @@ class Child:
             "health_socket_path": self.command.socket_path,
             "uptime_seconds": (
                 round(time.monotonic() - self.started_at, 3)
-                if self.alive and self.started_at is not None else None
+                if self.alive and self.started_at is not None
+                else None
             ),
         }

@@ -174,8 +174,16 @@ def _unknown_keys(table: dict[str, Any], allowed: set[str], where: str, errors: 
             errors.add(where, f'unknown key "{key}"')
 
 
-def _number(table: dict[str, Any], key: str, default: float, where: str, errors: _Errors, *,
-            minimum: float, strict: bool = False) -> float:
+def _number(
+    table: dict[str, Any],
+    key: str,
+    default: float,
+    where: str,
+    errors: _Errors,
+    *,
+    minimum: float,
+    strict: bool = False,
+) -> float:
     if key not in table:
         return default
     value = table[key]
@@ -190,8 +198,16 @@ def _number(table: dict[str, Any], key: str, default: float, where: str, errors:
     return value
 
 
-def _integer(table: dict[str, Any], key: str, default: int, where: str, errors: _Errors, *,
-             minimum: int, maximum: int | None = None) -> int:
+def _integer(
+    table: dict[str, Any],
+    key: str,
+    default: int,
+    where: str,
+    errors: _Errors,
+    *,
+    minimum: int,
+    maximum: int | None = None,
+) -> int:
     if key not in table:
         return default
     value = table[key]
@@ -215,8 +231,9 @@ def _boolean(table: dict[str, Any], key: str, default: bool, where: str, errors:
     return value
 
 
-def _string(table: dict[str, Any], key: str, default: str | None, where: str,
-            errors: _Errors) -> str | None:
+def _string(
+    table: dict[str, Any], key: str, default: str | None, where: str, errors: _Errors
+) -> str | None:
     if key not in table:
         return default
     value = table[key]
@@ -226,8 +243,9 @@ def _string(table: dict[str, Any], key: str, default: str | None, where: str,
     return value
 
 
-def _queues(table: dict[str, Any], default: tuple[str, ...], where: str,
-            errors: _Errors) -> tuple[str, ...]:
+def _queues(
+    table: dict[str, Any], default: tuple[str, ...], where: str, errors: _Errors
+) -> tuple[str, ...]:
     if "queues" not in table:
         return default
     value = table["queues"]
@@ -239,8 +257,10 @@ def _queues(table: dict[str, Any], default: tuple[str, ...], where: str,
         return default
     for queue in value:
         if not _QUEUE.match(queue):
-            errors.add(where, f'"queues": invalid queue name {queue!r} '
-                              "(letters, digits, _ . -; at most 100)")
+            errors.add(
+                where,
+                f'"queues": invalid queue name {queue!r} (letters, digits, _ . -; at most 100)',
+            )
             return default
     if len(set(value)) != len(value):
         errors.add(where, '"queues" lists a queue twice')
@@ -261,12 +281,15 @@ def _parse_supervisor(doc: dict[str, Any], errors: _Errors) -> SupervisorConfig:
     table = _table(doc, "supervisor", "", errors)
     base = SupervisorConfig()
     _unknown_keys(table, set(SupervisorConfig.__dataclass_fields__), where, errors)
-    backoff_initial = _number(table, "backoff_initial", base.backoff_initial, where, errors,
-                              minimum=0.0)
+    backoff_initial = _number(
+        table, "backoff_initial", base.backoff_initial, where, errors, minimum=0.0
+    )
     backoff_max = _number(table, "backoff_max", base.backoff_max, where, errors, minimum=0.0)
     if backoff_max < backoff_initial:
-        errors.add(where, f'"backoff_max" ({backoff_max:g}) must be >= "backoff_initial" '
-                          f"({backoff_initial:g})")
+        errors.add(
+            where,
+            f'"backoff_max" ({backoff_max:g}) must be >= "backoff_initial" ({backoff_initial:g})',
+        )
     dsn = _string(table, "health_pg_dsn", None, where, errors)
     if dsn is not None:
         try:
@@ -283,15 +306,18 @@ def _parse_supervisor(doc: dict[str, Any], errors: _Errors) -> SupervisorConfig:
     if "http_port" in table:
         http_port = _integer(table, "http_port", 0, where, errors, minimum=0, maximum=65535)
     return SupervisorConfig(
-        shutdown_grace=_number(table, "shutdown_grace", base.shutdown_grace, where, errors,
-                               minimum=0.0),
+        shutdown_grace=_number(
+            table, "shutdown_grace", base.shutdown_grace, where, errors, minimum=0.0
+        ),
         backoff_initial=backoff_initial,
         backoff_max=backoff_max,
-        backoff_factor=_number(table, "backoff_factor", base.backoff_factor, where, errors,
-                               minimum=1.0),
+        backoff_factor=_number(
+            table, "backoff_factor", base.backoff_factor, where, errors, minimum=1.0
+        ),
         burst_limit=_integer(table, "burst_limit", base.burst_limit, where, errors, minimum=0),
-        burst_window=_number(table, "burst_window", base.burst_window, where, errors,
-                             minimum=0.0, strict=True),
+        burst_window=_number(
+            table, "burst_window", base.burst_window, where, errors, minimum=0.0, strict=True
+        ),
         health_pg_dsn=dsn,
         health_pg_schema=schema,
         http_port=http_port,
@@ -305,15 +331,23 @@ def _parse_health(entry: dict[str, Any], where: str, errors: _Errors) -> HealthC
     _unknown_keys(table, set(HealthConfig.__dataclass_fields__), where, errors)
     return HealthConfig(
         enabled=_boolean(table, "enabled", base.enabled, where, errors),
-        check_interval=_number(table, "check_interval", base.check_interval, where, errors,
-                               minimum=0.0, strict=True),
-        stale_after=_number(table, "stale_after", base.stale_after, where, errors,
-                            minimum=0.0, strict=True),
-        startup_grace=_number(table, "startup_grace", base.startup_grace, where, errors,
-                              minimum=0.0),
-        consecutive_failure_limit=_integer(table, "consecutive_failure_limit",
-                                           base.consecutive_failure_limit, where, errors,
-                                           minimum=1),
+        check_interval=_number(
+            table, "check_interval", base.check_interval, where, errors, minimum=0.0, strict=True
+        ),
+        stale_after=_number(
+            table, "stale_after", base.stale_after, where, errors, minimum=0.0, strict=True
+        ),
+        startup_grace=_number(
+            table, "startup_grace", base.startup_grace, where, errors, minimum=0.0
+        ),
+        consecutive_failure_limit=_integer(
+            table,
+            "consecutive_failure_limit",
+            base.consecutive_failure_limit,
+            where,
+            errors,
+            minimum=1,
+        ),
     )
 
 
@@ -330,10 +364,12 @@ def _parse_defaults(doc: dict[str, Any], errors: _Errors) -> _Inherited:
     table = _table(doc, "defaults", "", errors)
     _unknown_keys(table, _DEFAULT_KEYS, where, errors)
     return _Inherited(
-        poll_interval=_number(table, "poll_interval", BUILTIN_POLL_INTERVAL, where, errors,
-                              minimum=0.0, strict=True),
-        max_concurrency=_integer(table, "max_concurrency", BUILTIN_MAX_CONCURRENCY, where,
-                                 errors, minimum=1),
+        poll_interval=_number(
+            table, "poll_interval", BUILTIN_POLL_INTERVAL, where, errors, minimum=0.0, strict=True
+        ),
+        max_concurrency=_integer(
+            table, "max_concurrency", BUILTIN_MAX_CONCURRENCY, where, errors, minimum=1
+        ),
         worker_group=_string(table, "worker_group", BUILTIN_WORKER_GROUP, where, errors)
         or BUILTIN_WORKER_GROUP,
         queues=_queues(table, BUILTIN_QUEUES, where, errors),
@@ -352,22 +388,28 @@ def _parse_worker(index: int, entry: Any, defaults: _Inherited, errors: _Errors)
     else:
         where = f'{where} ("{name}")'
         if len(name) > MAX_NAME_LENGTH:
-            errors.add(where, f'"name" is {len(name)} characters; at most {MAX_NAME_LENGTH} '
-                              "fit the health socket path")
+            errors.add(
+                where,
+                f'"name" is {len(name)} characters; at most {MAX_NAME_LENGTH} '
+                "fit the health socket path",
+            )
         elif not _NAME.match(name):
             errors.add(where, '"name" may only use letters, digits, _ . and -')
     _unknown_keys(entry, _WORKER_KEYS, where, errors)
     return WorkerSpec(
         name=name,
         queues=_queues(entry, defaults.queues, where, errors),
-        max_concurrency=_integer(entry, "max_concurrency", defaults.max_concurrency, where,
-                                 errors, minimum=1),
-        poll_interval=_number(entry, "poll_interval", defaults.poll_interval, where, errors,
-                              minimum=0.0, strict=True),
+        max_concurrency=_integer(
+            entry, "max_concurrency", defaults.max_concurrency, where, errors, minimum=1
+        ),
+        poll_interval=_number(
+            entry, "poll_interval", defaults.poll_interval, where, errors, minimum=0.0, strict=True
+        ),
         worker_group=_string(entry, "worker_group", defaults.worker_group, where, errors)
         or defaults.worker_group,
-        force_update_actor_config=_boolean(entry, "force_update_actor_config", False, where,
-                                           errors),
+        force_update_actor_config=_boolean(
+            entry, "force_update_actor_config", False, where, errors
+        ),
         health=_parse_health(entry, where, errors),
     )
 
@@ -390,8 +432,9 @@ def parse_config(doc: dict[str, Any], path: str = "<config>") -> WorkgroupConfig
     if raw_workers is None:
         errors.add("", "at least one [[workers]] entry is required")
     elif not isinstance(raw_workers, list):
-        errors.add("", f'"workers" must be an array of tables ([[workers]]), not '
-                       f"{_describe(raw_workers)}")
+        errors.add(
+            "", f'"workers" must be an array of tables ([[workers]]), not {_describe(raw_workers)}'
+        )
     else:
         if not raw_workers:
             errors.add("", "at least one [[workers]] entry is required")
@@ -400,15 +443,15 @@ def parse_config(doc: dict[str, Any], path: str = "<config>") -> WorkgroupConfig
             spec = _parse_worker(index, entry, defaults, errors)
             if isinstance(entry, dict) and isinstance(entry.get("name"), str):
                 if spec.name in seen:
-                    errors.add(f'workers[{index}] ("{spec.name}")',
-                               f'duplicate name: workers[{seen[spec.name]}] is also '
-                               f'"{spec.name}"')
+                    errors.add(
+                        f'workers[{index}] ("{spec.name}")',
+                        f'duplicate name: workers[{seen[spec.name]}] is also "{spec.name}"',
+                    )
                 seen.setdefault(spec.name, index)
             workers.append(spec)
     if errors.items:
         raise InvalidWorkgroupConfig(path, errors.items)
-    return WorkgroupConfig(path=path, actors=actors, supervisor=supervisor,
-                           workers=tuple(workers))
+    return WorkgroupConfig(path=path, actors=actors, supervisor=supervisor, workers=tuple(workers))
 
 
 def load_config(path: str | os.PathLike[str]) -> WorkgroupConfig:

@@ -21,8 +21,9 @@ from .config import HealthConfig
 log = get_logger(__name__)
 
 
-async def probe(store: Store, instance: UUID, name: str, pid: int,
-                stale_after: float) -> str | None:
+async def probe(
+    store: Store, instance: UUID, name: str, pid: int, stale_after: float
+) -> str | None:
     """None when healthy, else why not."""
     row = await store.find_worker(instance, name)
     if row is None:
@@ -37,8 +38,14 @@ async def probe(store: Store, instance: UUID, name: str, pid: int,
     return None
 
 
-async def watch(store: Store, instance: UUID, name: str, pid: int, health: HealthConfig,
-                on_healthy: Callable[[], None]) -> str:
+async def watch(
+    store: Store,
+    instance: UUID,
+    name: str,
+    pid: int,
+    health: HealthConfig,
+    on_healthy: Callable[[], None],
+) -> str:
     """Check until the child looks dead; return the reason. Cancel it when the child exits."""
     await asyncio.sleep(health.startup_grace)
     failures = 0
@@ -53,8 +60,14 @@ async def watch(store: Store, instance: UUID, name: str, pid: int, health: Healt
         except Exception as exc:
             failures += 1
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            log.warning("workgroup.health_query_failed", worker=name, child_pid=pid, error=error,
-                        consecutive_failures=failures, limit=health.consecutive_failure_limit)
+            log.warning(
+                "workgroup.health_query_failed",
+                worker=name,
+                child_pid=pid,
+                error=error,
+                consecutive_failures=failures,
+                limit=health.consecutive_failure_limit,
+            )
             if failures >= health.consecutive_failure_limit:
                 return f"health query failed {failures} times in a row (last: {error})"
         else:

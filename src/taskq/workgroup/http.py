@@ -19,8 +19,9 @@ from ..http import EndpointServer, Response, probe_route
 
 
 class StatusServer:
-    def __init__(self, *, status: Callable[[], dict[str, Any]],
-                 ready: Callable[[], tuple[bool, str]]) -> None:
+    def __init__(
+        self, *, status: Callable[[], dict[str, Any]], ready: Callable[[], tuple[bool, str]]
+    ) -> None:
         self._status = status
         self._ready = ready
         self._server = EndpointServer(self._route, name="workgroup")

@@ -40,12 +40,25 @@ _LEVELS = {
 _RESERVED = ("event", "level", "timestamp", "logger", "pid")
 
 
-def _emit(level: int, event: str, fields: dict[str, Any], *, logger: str | None = None,
-          created: float | None = None, pid: int | None = None) -> None:
+def _emit(
+    level: int,
+    event: str,
+    fields: dict[str, Any],
+    *,
+    logger: str | None = None,
+    created: float | None = None,
+    pid: int | None = None,
+) -> None:
     if not _forward.isEnabledFor(level):
         return
     record = _forward.makeRecord(
-        logger or _forward.name, level, "(child)", 0, event, (), None,
+        logger or _forward.name,
+        level,
+        "(child)",
+        0,
+        event,
+        (),
+        None,
         extra={_FIELDS: fields},
     )
     if created is not None:
@@ -55,8 +68,15 @@ def _emit(level: int, event: str, fields: dict[str, Any], *, logger: str | None 
     _forward.handle(record)
 
 
-def forward_line(raw: bytes, *, worker: str, stream: str, pid: int | None,
-                 part: int | None = None, final: bool = False) -> str | None:
+def forward_line(
+    raw: bytes,
+    *,
+    worker: str,
+    stream: str,
+    pid: int | None,
+    part: int | None = None,
+    final: bool = False,
+) -> str | None:
     """Re-emit one line (or one piece of an over-long line) of a child's output; return
     the event name when it was one of the child's JSON log lines."""
     text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
@@ -99,8 +119,15 @@ async def _drain(reader: asyncio.StreamReader, limit: int) -> None:
         pass
 
 
-async def pump(reader: asyncio.StreamReader, *, worker: str, stream: str, pid: int | None,
-               limit: int, on_event: Callable[[str], None] | None = None) -> None:
+async def pump(
+    reader: asyncio.StreamReader,
+    *,
+    worker: str,
+    stream: str,
+    pid: int | None,
+    limit: int,
+    on_event: Callable[[str], None] | None = None,
+) -> None:
     """Forward ``reader`` until EOF. Never raises (except cancellation). ``on_event`` is
     called with the name of each JSON log line the child writes."""
     part = 0  # > 0 while inside an over-long line
@@ -110,8 +137,14 @@ async def pump(reader: asyncio.StreamReader, *, worker: str, stream: str, pid: i
                 line = await reader.readuntil(b"\n")
             except asyncio.IncompleteReadError as exc:  # EOF: the last, unterminated line
                 if exc.partial:
-                    forward_line(exc.partial, worker=worker, stream=stream, pid=pid,
-                                 part=part + 1 if part else None, final=True)
+                    forward_line(
+                        exc.partial,
+                        worker=worker,
+                        stream=stream,
+                        pid=pid,
+                        part=part + 1 if part else None,
+                        final=True,
+                    )
                 return
             except asyncio.LimitOverrunError as exc:
                 # no newline within the limit: forward what is buffered as one piece
@@ -120,8 +153,7 @@ async def pump(reader: asyncio.StreamReader, *, worker: str, stream: str, pid: i
                 forward_line(chunk, worker=worker, stream=stream, pid=pid, part=part)
                 continue
             if part:
-                forward_line(line, worker=worker, stream=stream, pid=pid, part=part + 1,
-                             final=True)
+                forward_line(line, worker=worker, stream=stream, pid=pid, part=part + 1, final=True)
                 part = 0
             else:
                 event = forward_line(line, worker=worker, stream=stream, pid=pid)
@@ -130,13 +162,23 @@ async def pump(reader: asyncio.StreamReader, *, worker: str, stream: str, pid: i
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        log.error("workgroup.stream_pump_failed", worker=worker, stream=stream, child_pid=pid,
-                  error=f"{type(exc).__name__}: {exc}",
-                  detail="output of this child is no longer forwarded; the child keeps running")
+        log.error(
+            "workgroup.stream_pump_failed",
+            worker=worker,
+            stream=stream,
+            child_pid=pid,
+            error=f"{type(exc).__name__}: {exc}",
+            detail="output of this child is no longer forwarded; the child keeps running",
+        )
         try:
             await _drain(reader, limit)
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.error("workgroup.stream_drain_failed", worker=worker, stream=stream, child_pid=pid,
-                      exc_info=True)
+            log.error(
+                "workgroup.stream_drain_failed",
+                worker=worker,
+                stream=stream,
+                child_pid=pid,
+                exc_info=True,
+            )

@@ -85,11 +85,21 @@ class Supervisor:
         self.children = [
             Child(
                 spec,
-                build_command(spec, actors=config.actors, instance=self.instance,
-                              supervisor=sup, executable=executable, base_env=env),
-                RestartPolicy(initial=sup.backoff_initial, factor=sup.backoff_factor,
-                              maximum=sup.backoff_max, burst_limit=sup.burst_limit,
-                              burst_window=sup.burst_window),
+                build_command(
+                    spec,
+                    actors=config.actors,
+                    instance=self.instance,
+                    supervisor=sup,
+                    executable=executable,
+                    base_env=env,
+                ),
+                RestartPolicy(
+                    initial=sup.backoff_initial,
+                    factor=sup.backoff_factor,
+                    maximum=sup.backoff_max,
+                    burst_limit=sup.burst_limit,
+                    burst_window=sup.burst_window,
+                ),
             )
             for spec in config.workers
         ]
@@ -124,8 +134,11 @@ class Supervisor:
         for child in self.children:
             # a child mid-restart has no process; one still starting has no handler yet
             # (SIGHUP would kill it) and reads the current credentials anyway
-            if (child.state is ChildState.RUNNING and child.signals_ready
-                    and child.send(signal.SIGHUP)):
+            if (
+                child.state is ChildState.RUNNING
+                and child.signals_ready
+                and child.send(signal.SIGHUP)
+            ):
                 sent.append(child.name)
             else:
                 skipped.append(child.name)
@@ -166,8 +179,7 @@ class Supervisor:
             await self._open_store(required=self.config.health_enabled)
             if self.config.supervisor.http_port is not None:
                 try:
-                    port = await self._http.start(self.config.supervisor.http_port,
-                                                  self._http_host)
+                    port = await self._http.start(self.config.supervisor.http_port, self._http_host)
                 except OSError as exc:
                     raise WorkgroupStartError(
                         f"cannot serve HTTP on port {self.config.supervisor.http_port}: "
@@ -178,9 +190,13 @@ class Supervisor:
                 log.warning("workgroup.config_warning", warning=warning)
             metrics.workgroup_children_configured.set(len(self.children))
             self._refresh_gauges()
-            log.info("workgroup.started", instance=str(self.instance), config=self.config.path,
-                     workers=[c.name for c in self.children],
-                     shutdown_grace=self.config.supervisor.shutdown_grace)
+            log.info(
+                "workgroup.started",
+                instance=str(self.instance),
+                config=self.config.path,
+                workers=[c.name for c in self.children],
+                shutdown_grace=self.config.supervisor.shutdown_grace,
+            )
             self._emit("started", None, instance=str(self.instance))
             async with asyncio.TaskGroup() as group:
                 lifecycles = [
@@ -232,8 +248,11 @@ class Supervisor:
 
     def _on_stop_signal(self, sig: signal.Signals) -> None:
         second = self._stop.is_set()
-        log.warning("workgroup.signal_received", signal=sig.name,
-                    action="kill children now" if second else "graceful shutdown")
+        log.warning(
+            "workgroup.signal_received",
+            signal=sig.name,
+            action="kill children now" if second else "graceful shutdown",
+        )
         self.request_stop()
 
     def _on_hangup(self) -> None:
@@ -261,8 +280,11 @@ class Supervisor:
                 raise WorkgroupStartError(
                     f"the health-check store could not be opened: {message}"
                 ) from None
-            log.warning("workgroup.store_unavailable", error=message,
-                        detail="dead children's jobs will be rescued by lease expiry")
+            log.warning(
+                "workgroup.store_unavailable",
+                error=message,
+                detail="dead children's jobs will be rescued by lease expiry",
+            )
             return
         self.store = store
         log.info("workgroup.store_opened", dsn=store.display_dsn)
@@ -288,12 +310,20 @@ class Supervisor:
                 cause = f"spawn failed: {exc.strerror or exc}"
                 child.last_exit_cause = cause
                 child.state = ChildState.BACKOFF
-                log.error("workgroup.spawn_failed", worker=child.name, error=cause,
-                          argv0=child.command.argv[0])
+                log.error(
+                    "workgroup.spawn_failed",
+                    worker=child.name,
+                    error=cause,
+                    argv0=child.command.argv[0],
+                )
             else:
                 self._refresh_gauges()
-                log.info("workgroup.child_started", worker=child.name, child_pid=process.pid,
-                         restarts=child.restarts)
+                log.info(
+                    "workgroup.child_started",
+                    worker=child.name,
+                    child_pid=process.pid,
+                    restarts=child.restarts,
+                )
                 self._emit("child_started", child.name, pid=process.pid, restarts=child.restarts)
                 if self.stopping:  # the stop sweep ran while we were spawning
                     child.state = ChildState.STOPPING
@@ -305,44 +335,82 @@ class Supervisor:
             if decision.give_up:
                 child.state = ChildState.LATCHED
                 self._refresh_gauges()
-                log.critical("workgroup-burst-limit-exceeded", worker=child.name, reason=reason,
-                             exit_cause=cause, restarts_in_window=decision.recent,
-                             burst_limit=child.policy.burst_limit,
-                             burst_window=child.policy.burst_window,
-                             detail="this child is no longer restarted; restart the workgroup "
-                                    "to try again")
-                self._emit("latched", child.name, reason=reason, exit_cause=cause,
-                           restarts_in_window=decision.recent)
+                log.critical(
+                    "workgroup-burst-limit-exceeded",
+                    worker=child.name,
+                    reason=reason,
+                    exit_cause=cause,
+                    restarts_in_window=decision.recent,
+                    burst_limit=child.policy.burst_limit,
+                    burst_window=child.policy.burst_window,
+                    detail="this child is no longer restarted; restart the workgroup to try again",
+                )
+                self._emit(
+                    "latched",
+                    child.name,
+                    reason=reason,
+                    exit_cause=cause,
+                    restarts_in_window=decision.recent,
+                )
                 return
             child.restarts += 1
             child.last_restart_reason = reason
             child.state = ChildState.BACKOFF
             metrics.workgroup_child_restarts.labels(worker=child.name, reason=reason).inc()
             delay = round(decision.delay, 3)
-            log.warning("workgroup.restart_scheduled", worker=child.name, reason=reason,
-                        delay=delay, exit_cause=cause, attempt=decision.attempt,
-                        restarts_in_window=decision.recent)
-            self._emit("restart_scheduled", child.name, reason=reason, delay=delay,
-                       exit_cause=cause, attempt=decision.attempt)
+            log.warning(
+                "workgroup.restart_scheduled",
+                worker=child.name,
+                reason=reason,
+                delay=delay,
+                exit_cause=cause,
+                attempt=decision.attempt,
+                restarts_in_window=decision.recent,
+            )
+            self._emit(
+                "restart_scheduled",
+                child.name,
+                reason=reason,
+                delay=delay,
+                exit_cause=cause,
+                attempt=decision.attempt,
+            )
             await self._wait_stop(decision.delay)
 
-    async def _run_incarnation(self, child: Child, process: asyncio.subprocess.Process,
-                               ) -> tuple[str, str]:
+    async def _run_incarnation(
+        self,
+        child: Child,
+        process: asyncio.subprocess.Process,
+    ) -> tuple[str, str]:
         """Run one process to its end; return (restart reason, exit cause)."""
         name, pid = child.name, process.pid
         assert process.stdout is not None and process.stderr is not None
         pumps = [
-            asyncio.create_task(pump(reader, worker=name, stream=stream, pid=pid,
-                                     limit=PIPE_LIMIT, on_event=child.on_child_event),
-                                name=f"pump-{name}-{stream}")
+            asyncio.create_task(
+                pump(
+                    reader,
+                    worker=name,
+                    stream=stream,
+                    pid=pid,
+                    limit=PIPE_LIMIT,
+                    on_event=child.on_child_event,
+                ),
+                name=f"pump-{name}-{stream}",
+            )
             for stream, reader in (("stdout", process.stdout), ("stderr", process.stderr))
         ]
         exited = asyncio.create_task(process.wait(), name=f"wait-{name}")
         watcher: asyncio.Task[str] | None = None
         if child.spec.health.enabled and self.store is not None:
             watcher = asyncio.create_task(
-                health.watch(self.store, self.instance, name, pid, child.spec.health,
-                             on_healthy=lambda: self._on_healthy(child)),
+                health.watch(
+                    self.store,
+                    self.instance,
+                    name,
+                    pid,
+                    child.spec.health,
+                    on_healthy=lambda: self._on_healthy(child),
+                ),
                 name=f"health-{name}",
             )
         reason, unhealthy = "child_exit", None
@@ -369,8 +437,13 @@ class Supervisor:
             cause = f"unhealthy ({unhealthy}); {cause}"
         child.last_exit_cause = cause
         level = log.info if self.stopping or child.state is ChildState.STOPPING else log.warning
-        level("workgroup.child_exited", worker=name, child_pid=pid, exit_cause=cause,
-              **exit_fields(returncode))
+        level(
+            "workgroup.child_exited",
+            worker=name,
+            child_pid=pid,
+            exit_cause=cause,
+            **exit_fields(returncode),
+        )
         self._emit("child_exited", name, pid=pid, exit_cause=cause, returncode=returncode)
         await self._rescue(child, pid, cause)
         return reason, cause
@@ -388,8 +461,13 @@ class Supervisor:
             child.policy.on_success()
 
     async def _kill_unhealthy(self, child: Child, exited: asyncio.Task[int], why: str) -> None:
-        log.error("workgroup.child_unhealthy", worker=child.name, child_pid=child.pid, problem=why,
-                  action=f"SIGTERM, SIGKILL after {self._unhealthy_kill_grace:g}s")
+        log.error(
+            "workgroup.child_unhealthy",
+            worker=child.name,
+            child_pid=child.pid,
+            problem=why,
+            action=f"SIGTERM, SIGKILL after {self._unhealthy_kill_grace:g}s",
+        )
         self._emit("unhealthy", child.name, pid=child.pid, problem=why)
         child.state = ChildState.STOPPING
         child.send(signal.SIGTERM)
@@ -400,8 +478,11 @@ class Supervisor:
     async def _drain_pumps(self, name: str, pumps: list[asyncio.Task[None]]) -> None:
         _, pending = await asyncio.wait(pumps, timeout=PUMP_DRAIN_TIMEOUT)
         if pending:
-            log.warning("workgroup.stream_not_closed", worker=name,
-                        detail=f"output pipes still open {PUMP_DRAIN_TIMEOUT:g}s after exit")
+            log.warning(
+                "workgroup.stream_not_closed",
+                worker=name,
+                detail=f"output pipes still open {PUMP_DRAIN_TIMEOUT:g}s after exit",
+            )
             for task in pending:
                 task.cancel()
         await asyncio.gather(*pumps, return_exceptions=True)
@@ -413,28 +494,47 @@ class Supervisor:
             return
         text = f"worker {child.name!r} (pid {pid}) {cause} [observed by workgroup {self.instance}]"
         try:
-            row = await asyncio.wait_for(store.find_worker(self.instance, child.name),
-                                         STORE_CALL_TIMEOUT)
+            row = await asyncio.wait_for(
+                store.find_worker(self.instance, child.name), STORE_CALL_TIMEOUT
+            )
             if row is None or row.pid != pid:
-                log.debug("workgroup.rescue_skipped", worker=child.name, child_pid=pid,
-                          detail="no worker row of this process (never registered, or it "
-                                 "unregistered on a clean exit)")
+                log.debug(
+                    "workgroup.rescue_skipped",
+                    worker=child.name,
+                    child_pid=pid,
+                    detail="no worker row of this process (never registered, or it "
+                    "unregistered on a clean exit)",
+                )
                 return
-            rescued = await asyncio.wait_for(store.rescue_worker(row.id, text),
-                                             STORE_CALL_TIMEOUT)
+            rescued = await asyncio.wait_for(store.rescue_worker(row.id, text), STORE_CALL_TIMEOUT)
         except Exception as exc:
-            log.warning("workgroup.rescue_failed", worker=child.name, child_pid=pid,
-                        error=f"{type(exc).__name__}: {exc}",
-                        detail="its running jobs will be rescued when their leases expire")
+            log.warning(
+                "workgroup.rescue_failed",
+                worker=child.name,
+                child_pid=pid,
+                error=f"{type(exc).__name__}: {exc}",
+                detail="its running jobs will be rescued when their leases expire",
+            )
             return
         level = log.warning if rescued else log.info
-        level("workgroup.jobs_rescued", worker=child.name, child_pid=pid, worker_id=str(row.id),
-              count=len(rescued), exit_cause=cause,
-              requeued=sum(1 for j in rescued if j.state == "queued"),
-              dead=sum(1 for j in rescued if j.state == "dead"),
-              jobs=[str(j.id) for j in rescued[:20]])
-        self._emit("jobs_rescued", child.name, pid=pid, count=len(rescued),
-                   jobs=[(str(j.id), j.actor, j.state, j.dead_reason) for j in rescued])
+        level(
+            "workgroup.jobs_rescued",
+            worker=child.name,
+            child_pid=pid,
+            worker_id=str(row.id),
+            count=len(rescued),
+            exit_cause=cause,
+            requeued=sum(1 for j in rescued if j.state == "queued"),
+            dead=sum(1 for j in rescued if j.state == "dead"),
+            jobs=[str(j.id) for j in rescued[:20]],
+        )
+        self._emit(
+            "jobs_rescued",
+            child.name,
+            pid=pid,
+            count=len(rescued),
+            jobs=[(str(j.id), j.actor, j.state, j.dead_reason) for j in rescued],
+        )
 
     async def _shutdown_on_stop(self, lifecycles: list[asyncio.Task[None]]) -> None:
         await self._stop.wait()
@@ -453,16 +553,21 @@ class Supervisor:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                done, _ = await asyncio.wait(pending | {forced}, timeout=remaining,
-                                             return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(
+                    pending | {forced}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                )
                 pending -= done
         finally:
             forced.cancel()
             await asyncio.gather(forced, return_exceptions=True)
         survivors = [c for c in self.children if c.alive]
         if survivors:
-            log.warning("workgroup.killing_children", workers=[c.name for c in survivors],
-                        why="second stop signal" if self._force.is_set()
-                        else f"still running after shutdown_grace {grace:g}s")
+            log.warning(
+                "workgroup.killing_children",
+                workers=[c.name for c in survivors],
+                why="second stop signal"
+                if self._force.is_set()
+                else f"still running after shutdown_grace {grace:g}s",
+            )
             for child in survivors:
                 child.kill_group()

@@ -84,7 +84,8 @@ def summarise(config: WorkgroupConfig, registry: Registry | None) -> list[str]:
         health_text = (
             f"health every {health.check_interval:g}s, stale after {health.stale_after:g}s, "
             f"grace {health.startup_grace:g}s, {health.consecutive_failure_limit} query failures"
-            if health.enabled else "health off"
+            if health.enabled
+            else "health off"
         )
         lines.append(
             f"    {w.name}: queues={','.join(w.queues)} max_concurrency={w.max_concurrency} "
