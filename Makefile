@@ -31,11 +31,13 @@ test: $(STAMP)
 
 LINT_PATHS := src tests benchmarks examples scripts
 
-# ruff (lint + format) and mypy --strict on src/; .ci/run runs this before the tests.
+# ruff (lint + format), mypy --strict on src/ and the typed-enqueue test
+# (tests/typecheck/, also checked by pyright); .ci/run runs this before the tests.
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/mypy
+	$(VENV)/bin/pyright --pythonpath $(PY)
 
 bench: $(STAMP)
 	@dsn=$$($(PY) scripts/ensure_postgres.py) || exit 1; \

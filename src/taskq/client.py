@@ -16,18 +16,19 @@ from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar, overload
 from uuid import UUID
 
 from .exceptions import ConfigError, InvalidJobState, JobNotFound
 from .ids import uuid7, uuid7_many
 from .jobs import ActorConfig, Job, JobSpec, JobState
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES, encode_arguments
-from .registry import DEFAULT_QUEUE, Actor, _check_options
+from .registry import DEFAULT_QUEUE, Actor, AnyActor, _check_options
 from .store import Store, create_store
 
 T = TypeVar("T")
-ActorRef = Actor | str
+P = ParamSpec("P")
+ActorRef = AnyActor | str
 Item = tuple[Sequence[Any], Mapping[str, Any]]
 TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED})
 _CONFIG_TTL = 30.0
@@ -186,8 +187,17 @@ class AsyncClient:
         return self._configs
 
     # -- enqueue ---------------------------------------------------------------------
+    @overload
+    async def enqueue(self, actor: Actor[P, Any], /, *args: P.args, **kwargs: P.kwargs) -> UUID: ...
+
+    @overload
+    async def enqueue(self, actor: str, /, *args: Any, **kwargs: Any) -> UUID: ...
+
     async def enqueue(self, actor: ActorRef, /, *args: Any, **kwargs: Any) -> UUID:
-        """Enqueue one job now with the actor's default options; return its id."""
+        """Enqueue one job now with the actor's default options; return its id.
+
+        Given an ``Actor``, a type checker checks the arguments against its function's
+        signature; given an actor's name (a ``str``), they are not checked."""
         return await self.enqueue_with(actor, args, kwargs)
 
     async def enqueue_with(
@@ -379,7 +389,14 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @overload
+    def enqueue(self, actor: Actor[P, Any], /, *args: P.args, **kwargs: P.kwargs) -> UUID: ...
+
+    @overload
+    def enqueue(self, actor: str, /, *args: Any, **kwargs: Any) -> UUID: ...
+
     def enqueue(self, actor: ActorRef, /, *args: Any, **kwargs: Any) -> UUID:
+        """See ``AsyncClient.enqueue``: arguments checked against an ``Actor``'s signature."""
         return self._call(self._async.enqueue(actor, *args, **kwargs))
 
     def enqueue_with(

@@ -12,7 +12,7 @@ import inspect
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from .exceptions import ActorNotFound, ConfigError, DuplicateActor
 from .jobs import ActorConfig
@@ -21,6 +21,9 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,199}$")
 _QUEUE = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
 
 DEFAULT_QUEUE = "default"
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +44,14 @@ class RetryBackoff:
 
 
 @dataclass(slots=True)
-class Actor:
-    """A registered function and its job options. Calling the actor calls the function."""
+class Actor(Generic[P, R]):
+    """A registered function and its job options. Calling the actor calls the function.
 
-    fn: Callable[..., Any]
+    Generic over the function's parameters ``P`` and return type ``R``, so that
+    ``client.enqueue(actor, *args, **kwargs)`` is checked by a type checker against the
+    function's signature."""
+
+    fn: Callable[P, R]
     name: str
     queue: str = DEFAULT_QUEUE
     max_attempts: int = 3
@@ -60,7 +67,7 @@ class Actor:
     def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self.fn)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.fn(*args, **kwargs)
 
     def config(self) -> ActorConfig:
@@ -73,6 +80,10 @@ class Actor:
             cpu_bound=self.cpu_bound,
             timeout=self.timeout,
         )
+
+
+AnyActor = Actor[..., Any]
+"""An actor of any signature (what the worker, the client and the CLI handle)."""
 
 
 def _check_options(
@@ -94,11 +105,11 @@ class Registry:
     """The set of actors a worker can run, by unique name."""
 
     def __init__(self, *, initializer: Callable[[], Any] | None = None) -> None:
-        self._actors: dict[str, Actor] = {}
+        self._actors: dict[str, AnyActor] = {}
         self.initializer = initializer  # for every cpu_bound actor's pool processes
 
     @overload
-    def actor(self, fn: Callable[..., Any], /) -> Actor: ...
+    def actor(self, fn: Callable[P, R], /) -> Actor[P, R]: ...
 
     @overload
     def actor(
@@ -116,11 +127,11 @@ class Registry:
         priority: int = 0,
         retry_backoff: RetryBackoff | None = None,
         initializer: Callable[[], Any] | None = None,
-    ) -> Callable[[Callable[..., Any]], Actor]: ...
+    ) -> Callable[[Callable[P, R]], Actor[P, R]]: ...
 
     def actor(
         self,
-        fn: Callable[..., Any] | None = None,
+        fn: Callable[P, R] | None = None,
         /,
         *,
         name: str | None = None,
@@ -133,10 +144,10 @@ class Registry:
         priority: int = 0,
         retry_backoff: RetryBackoff | None = None,
         initializer: Callable[[], Any] | None = None,
-    ) -> Actor | Callable[[Callable[..., Any]], Actor]:
+    ) -> Actor[P, R] | Callable[[Callable[P, R]], Actor[P, R]]:
         """Register a function as an actor: ``@registry.actor`` or ``@registry.actor(...)``."""
 
-        def register(func: Callable[..., Any]) -> Actor:
+        def register(func: Callable[P, R]) -> Actor[P, R]:
             actor_name = name or func.__name__
             _check_options(actor_name, queue, max_attempts, timeout, max_crashes)
             if cpu_bound and inspect.iscoroutinefunction(func):
@@ -145,7 +156,7 @@ class Registry:
                 )
             if actor_name in self._actors:
                 raise DuplicateActor(f"an actor named {actor_name!r} is already registered")
-            actor = Actor(
+            actor: Actor[P, R] = Actor(
                 fn=func,
                 name=actor_name,
                 queue=queue,
@@ -165,7 +176,7 @@ class Registry:
             return register(fn)
         return register
 
-    def get(self, name: str) -> Actor:
+    def get(self, name: str) -> AnyActor:
         try:
             return self._actors[name]
         except KeyError:
@@ -174,7 +185,7 @@ class Registry:
     def __contains__(self, name: object) -> bool:
         return name in self._actors
 
-    def __iter__(self) -> Iterator[Actor]:
+    def __iter__(self) -> Iterator[AnyActor]:
         return iter(self._actors.values())
 
     def __len__(self) -> int:

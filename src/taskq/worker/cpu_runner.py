@@ -31,7 +31,7 @@ from ..exceptions import (
 )
 from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
 from ..logs import get_logger
-from ..registry import Actor
+from ..registry import AnyActor
 from . import outcomes
 from .config import WorkerConfig
 
@@ -71,7 +71,7 @@ class CpuRunner:
             return tuple(pool.paused_actors)
         return ()
 
-    async def run(self, job: ClaimedJob, actor: Actor, result_max_bytes: int) -> Outcome | None:
+    async def run(self, job: ClaimedJob, actor: AnyActor, result_max_bytes: int) -> Outcome | None:
         """Run one job in the pool. ``None`` means: give it back uncharged."""
         if self._pool is None:
             raise RuntimeError("the CPU process pool was not started")

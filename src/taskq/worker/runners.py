@@ -23,7 +23,7 @@ from .. import metrics
 from ..exceptions import JobTimedOut
 from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
 from ..logs import get_logger
-from ..registry import Actor, Registry
+from ..registry import AnyActor, Registry
 from . import outcomes
 from .cpu_runner import CpuRunner
 from .threads import ThreadRunner
@@ -36,7 +36,7 @@ _decode = json.JSONDecoder().decode
 
 @dataclass(slots=True)
 class _Plan:
-    actor: Actor
+    actor: AnyActor
     kind: str
     duration: Any  # Histogram child
     finished: dict[str, Any]  # outcome -> Counter child
@@ -52,7 +52,7 @@ class Executor:
         self._plans: dict[str, _Plan] = {a.name: self._plan(a) for a in registry}
 
     @staticmethod
-    def _plan(actor: Actor) -> _Plan:
+    def _plan(actor: AnyActor) -> _Plan:
         kind = CPU if actor.cpu_bound else ASYNC if actor.is_async else SYNC
         finished = {k.value: metrics.jobs_finished.labels(actor.name, k.value) for k in OutcomeKind}
         finished["given_back"] = metrics.jobs_finished.labels(actor.name, "given_back")
@@ -106,7 +106,7 @@ class Executor:
         return outcomes.succeeded(job, result, self._result_max_bytes)
 
     @staticmethod
-    async def _run_async(actor: Actor, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    async def _run_async(actor: AnyActor, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if actor.timeout is None:
             return await actor.fn(*args, **kwargs)
         try:
@@ -118,7 +118,7 @@ class Executor:
             raise
 
     async def _run_sync(
-        self, job: ClaimedJob, actor: Actor, args: list[Any], kwargs: dict[str, Any]
+        self, job: ClaimedJob, actor: AnyActor, args: list[Any], kwargs: dict[str, Any]
     ) -> Any:
         future = self._threads.submit(actor.fn, args, kwargs)
         if actor.timeout is None:
