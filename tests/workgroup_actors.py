@@ -51,3 +51,9 @@ def build_report() -> str:
 @registry.actor(queue="cleanup")
 def cleanup() -> str:
     return "clean"
+
+
+@registry.actor(queue="default", max_attempts=1)
+def fail() -> None:
+    """Dead at its first exception (a dead letter for the metrics tests)."""
+    raise RuntimeError("failing on purpose")

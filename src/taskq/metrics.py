@@ -105,6 +105,12 @@ workgroup_children_latched = Gauge(
     "Children given up on after the burst limit.",
     registry=WORKGROUP,
 )
+workgroup_child_scrape_ok = Gauge(
+    "taskq_workgroup_child_scrape_ok",
+    "1 when the child answered the supervisor's scrape of its health socket, by worker.",
+    ["worker"],
+    registry=WORKGROUP,
+)
 
 
 def render(registry: CollectorRegistry) -> bytes:

@@ -3,7 +3,8 @@
 
 ``GET /live``    200 while the supervisor's event loop answers.
 ``GET /ready``   200, or 503 while any child is latched or the supervisor shuts down.
-``GET /metrics`` Prometheus text of ``metrics.WORKGROUP``.
+``GET /metrics`` Prometheus text of ``metrics.WORKGROUP`` and of every running child's
+                 worker metrics, labelled ``worker="<name>"`` (``scrape.py``).
 ``GET /status``  JSON: instance, state, and every child (name, pid, state, restarts,
                  last exit cause, latched).
 """
@@ -11,18 +12,29 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from prometheus_client import generate_latest
+
 from .. import metrics
-from ..http import EndpointServer, Response, probe_route
+from ..http import METRICS_CONTENT_TYPE, EndpointServer, Response, probe_route
+from .scrape import MergedMetrics, scrape_children
+
+#: (worker name, its health socket path, or None while it has no running process)
+ChildSockets = Callable[[], Sequence[tuple[str, str | None]]]
 
 
 class StatusServer:
     def __init__(
-        self, *, status: Callable[[], dict[str, Any]], ready: Callable[[], tuple[bool, str]]
+        self,
+        *,
+        status: Callable[[], dict[str, Any]],
+        ready: Callable[[], tuple[bool, str]],
+        children: ChildSockets = tuple,
     ) -> None:
         self._status = status
+        self._children = children
         self._ready = ready
         self._server = EndpointServer(self._route, name="workgroup")
 
@@ -39,7 +51,17 @@ class StatusServer:
     async def _readiness(self) -> tuple[bool, str]:
         return self._ready()
 
+    async def _metrics(self) -> Response:
+        children = list(self._children())
+        scraped = await scrape_children([(n, p) for n, p in children if p is not None])
+        for name, _ in children:
+            metrics.workgroup_child_scrape_ok.labels(worker=name).set(scraped.get(name) is not None)
+        merged = MergedMetrics(metrics.WORKGROUP, {n: scraped.get(n) for n, _ in children})
+        return 200, METRICS_CONTENT_TYPE, generate_latest(merged)
+
     async def _route(self, path: str) -> Response:
+        if path == "/metrics":
+            return await self._metrics()
         response = await probe_route(path, ready=self._readiness, registry=metrics.WORKGROUP)
         if response is not None:
             return response

@@ -43,6 +43,8 @@ UNHEALTHY_KILL_GRACE = 5.0
 #: after a child exited, how long its pipes may take to reach EOF (a grandchild holding
 #: them open is killed with the group first, so this is only a safety net)
 PUMP_DRAIN_TIMEOUT = 5.0
+#: the ``reason`` label values of ``taskq_workgroup_child_restarts_total``
+RESTART_REASONS = ("child_exit", "spawn_failed", "unhealthy")
 #: one store call of the rescue path
 STORE_CALL_TIMEOUT = 10.0
 
@@ -104,7 +106,9 @@ class Supervisor:
             for spec in config.workers
         ]
         self.store: Store | None = None
-        self._http = StatusServer(status=self.status, ready=self.readiness)
+        self._http = StatusServer(
+            status=self.status, ready=self.readiness, children=self._child_sockets
+        )
         self._stop = asyncio.Event()
         self._force = asyncio.Event()
         self._running = False
@@ -189,6 +193,9 @@ class Supervisor:
             for warning in warnings_for(self.config, None):  # the grace arithmetic
                 log.warning("workgroup.config_warning", warning=warning)
             metrics.workgroup_children_configured.set(len(self.children))
+            for child in self.children:  # every series exists from the first scrape
+                for reason in RESTART_REASONS:
+                    metrics.workgroup_child_restarts.labels(worker=child.name, reason=reason)
             self._refresh_gauges()
             log.info(
                 "workgroup.started",
@@ -235,6 +242,13 @@ class Supervisor:
     def _refresh_gauges(self) -> None:
         metrics.workgroup_children_alive.set(sum(1 for c in self.children if c.alive))
         metrics.workgroup_children_latched.set(sum(1 for c in self.children if c.latched))
+
+    def _child_sockets(self) -> list[tuple[str, str | None]]:
+        """Each child's health socket while it runs (the ``/metrics`` merge)."""
+        return [
+            (c.name, c.command.socket_path if c.state is ChildState.RUNNING and c.alive else None)
+            for c in self.children
+        ]
 
     def _install_signal_handlers(self, loop: asyncio.AbstractEventLoop) -> list[signal.Signals]:
         handled = []
