@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 DEMO_STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-quick clean
+.PHONY: demo test lint schema bench bench-quick clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,12 @@ test: $(STAMP)
 	@dsn=$$($(PY) scripts/ensure_postgres.py) || exit 1; \
 	echo "taskq tests: Postgres at $$dsn"; \
 	TASKQ_TEST_PG_DSN="$$dsn" $(PY) -m pytest $(PYTEST_ARGS)
+
+# Regenerates src/taskq/store/schema/*.sql (what migrating from zero builds) after a
+# migration changed; tests/integration/test_migrate.py fails until they match.
+schema: $(STAMP)
+	@dsn=$$($(PY) scripts/ensure_postgres.py) || exit 1; \
+	$(PY) -m tests.schema_dump --pg-dsn "$$dsn"
 
 LINT_PATHS := src tests benchmarks examples scripts
 

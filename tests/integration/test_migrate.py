@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import sqlite3
 import subprocess
@@ -14,98 +15,13 @@ from taskq.store import create_store
 from taskq.store.sqlfile import load_migrations
 
 from ..helpers import wait_until
-
-JOB_COLUMNS = [
-    "id",
-    "actor",
-    "queue",
-    "args",
-    "kwargs",
-    "priority",
-    "state",
-    "attempt",
-    "max_attempts",
-    "crash_count",
-    "max_crashes",
-    "idempotent",
-    "run_at",
-    "created_at",
-    "started_at",
-    "finished_at",
-    "worker_id",
-    "lease_expires_at",
-    "last_error",
-    "dead_reason",
-    "result",
-]
-WORKER_COLUMNS = [
-    "id",
-    "workgroup_instance",
-    "worker_label",
-    "pid",
-    "hostname",
-    "queues",
-    "started_at",
-    "last_seen_at",
-]
-ACTOR_COLUMNS = [
-    "name",
-    "queue",
-    "max_attempts",
-    "max_crashes",
-    "idempotent",
-    "cpu_bound",
-    "timeout",
-    "extra",
-    "updated_at",
-]
-CURRENT = {
-    "jobs": JOB_COLUMNS,
-    "workers": WORKER_COLUMNS,
-    "actors": ACTOR_COLUMNS,
-    "schema_migrations": ["version", "applied_at"],
-}
-INDEXES = {"jobs_claim_idx", "jobs_running_idx", "jobs_prune_idx", "workers_wg_lookup_idx"}
+from ..schema_dump import REGENERATE, pg_dump, snapshot_path, sqlite_dump
 
 
-def pg_schema(dsn: str, schema: str) -> tuple[dict[str, list[str]], set[str], dict[str, str]]:
-    with psycopg.connect(dsn) as conn:
-        columns: dict[str, list[str]] = {}
-        types = {}
-        for table, column, data_type in conn.execute(
-            "SELECT table_name, column_name, data_type FROM information_schema.columns"
-            " WHERE table_schema = %s ORDER BY table_name, ordinal_position",
-            (schema,),
-        ):
-            columns.setdefault(table, []).append(column)
-            types[f"{table}.{column}"] = data_type
-        indexes = {
-            r[0]
-            for r in conn.execute(
-                "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexname NOT LIKE"
-                " '%%_pkey'",
-                (schema,),
-            )
-        }
-    return columns, indexes, types
-
-
-def sqlite_schema(path: str) -> tuple[dict[str, list[str]], set[str]]:
-    with sqlite3.connect(path) as conn:
-        tables = [
-            r[0]
-            for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            )
-        ]
-        columns = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in tables}
-        indexes = {
-            r[0]
-            for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
-            )
-        }
-    return columns, indexes
+def migrated_schema(target) -> str:
+    if target.kind == "postgres":
+        return pg_dump(target.dsn, target.schema)
+    return sqlite_dump(target.dsn.removeprefix("sqlite:///"))
 
 
 async def test_migrating_from_zero_gives_the_current_schema(target):
@@ -118,14 +34,21 @@ async def test_migrating_from_zero_gives_the_current_schema(target):
         await store.check_schema()
     finally:
         await store.close()
-    if target.kind == "postgres":
-        columns, indexes, types = pg_schema(target.dsn, target.schema)
-        assert types["jobs.args"] == "json" and types["jobs.kwargs"] == "json"
-        assert types["jobs.id"] == "uuid" and types["jobs.run_at"].startswith("timestamp")
-    else:
-        columns, indexes = sqlite_schema(target.dsn.removeprefix("sqlite:///"))
-    assert columns == CURRENT
-    assert indexes == INDEXES
+    snapshot = snapshot_path(target.kind)
+    expected = snapshot.read_text(encoding="utf-8") if snapshot.exists() else ""
+    actual = migrated_schema(target)
+    diff = "".join(
+        difflib.unified_diff(
+            expected.splitlines(keepends=True),
+            actual.splitlines(keepends=True),
+            fromfile=str(snapshot.relative_to(snapshot.parents[4])),
+            tofile="migrated from zero",
+        )
+    )
+    assert actual == expected, (
+        f"the {target.kind} migrations no longer build the schema in the snapshot; if the "
+        f"change is intended, regenerate it with `{REGENERATE}` and review the diff:\n{diff}"
+    )
 
 
 MIGRATOR = textwrap.dedent("""

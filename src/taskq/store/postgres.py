@@ -27,6 +27,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from ..exceptions import InvalidDSN, SchemaNotMigrated, StoreError, StoreUnavailable
@@ -43,6 +44,7 @@ from ..jobs import (
 from ..logs import get_logger
 from ..settings import redact, validate_schema
 from .drift import config_differences
+from .rows import Codec
 from .sqlfile import load_migrations, load_queries
 
 log = get_logger(__name__)
@@ -93,74 +95,7 @@ def _utc(value: datetime | None) -> datetime | None:
     return value.astimezone(UTC) if value is not None else None
 
 
-def _job(row: Sequence[Any]) -> Job:
-    (
-        id_,
-        actor,
-        queue,
-        args,
-        kwargs,
-        priority,
-        state,
-        attempt,
-        max_attempts,
-        crash_count,
-        max_crashes,
-        idempotent,
-        run_at,
-        created_at,
-        started_at,
-        finished_at,
-        worker_id,
-        lease_expires_at,
-        last_error,
-        dead_reason,
-        result,
-    ) = row
-    return Job(
-        id=id_,
-        actor=actor,
-        queue=queue,
-        args=args,
-        kwargs=kwargs,
-        priority=priority,
-        state=state,
-        attempts=attempt,
-        max_attempts=max_attempts,
-        crash_count=crash_count,
-        max_crashes=max_crashes,
-        idempotent=idempotent,
-        run_at=_utc(run_at),
-        created_at=_utc(created_at),
-        started_at=_utc(started_at),
-        finished_at=_utc(finished_at),
-        worker_id=worker_id,
-        lease_expires_at=_utc(lease_expires_at),
-        last_error=last_error,
-        dead_reason=dead_reason,
-        result=None if result is None else json.loads(result),
-    )
-
-
-def _worker(row: Sequence[Any]) -> WorkerInfo:
-    id_, pid, hostname, queues, label, instance, started_at, last_seen_at = row
-    return WorkerInfo(
-        id=id_,
-        pid=pid,
-        hostname=hostname,
-        queues=list(queues),
-        worker_label=label,
-        workgroup_instance=instance,
-        started_at=_utc(started_at),
-        last_seen_at=_utc(last_seen_at),
-    )
-
-
-def _rescued(rows: Sequence[Sequence[Any]]) -> list[RescuedJob]:
-    return [
-        RescuedJob(id=r[0], actor=r[1], state=r[2], dead_reason=r[3], crash_count=r[4])
-        for r in rows
-    ]
+CODEC = Codec(uuid=lambda v: cast(UUID, v), time=_utc, texts=list)
 
 
 class PostgresStore:
@@ -235,15 +170,23 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise self._translate(exc) from exc
 
-    async def _fetchall(self, name: str, params: dict[str, Any] | None = None) -> list[Any]:
+    async def _fetchall(self, name: str, params: dict[str, Any] | None = None) -> list[DictRow]:
         async with self._connection() as conn:
-            cur = await conn.execute(Q[name], params)
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(Q[name], params)
             return await cur.fetchall()
 
-    async def _fetchone(self, name: str, params: dict[str, Any] | None = None) -> Any:
+    async def _fetchone(self, name: str, params: dict[str, Any] | None = None) -> DictRow | None:
         async with self._connection() as conn:
-            cur = await conn.execute(Q[name], params)
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(Q[name], params)
             return await cur.fetchone()
+
+    async def _fetchvalue(self, name: str, column: str, params: dict[str, Any]) -> int:
+        """One count a statement returns in its one row."""
+        row = await self._fetchone(name, params)
+        assert row is not None, f"{name} returns one row"
+        return int(row[column])
 
     # -- lifecycle -----------------------------------------------------------------------
     async def _new_pool(self, conninfo: str) -> AsyncConnectionPool:
@@ -308,8 +251,9 @@ class PostgresStore:
             await conn.execute(sql.SQL(Q["create_schema"]).format(schema=schema))
             await conn.execute(sql.SQL(Q["use_schema"]).format(schema=schema))
             await conn.execute(Q["create_migrations_table"])
-            cur = await conn.execute(Q["applied_migrations"])
-            done = {row[0] for row in await cur.fetchall()}
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(Q["applied_migrations"])
+            done = {row["version"] for row in await cur.fetchall()}
             for migration in MIGRATIONS:
                 if migration.version in done:
                     continue
@@ -324,7 +268,8 @@ class PostgresStore:
 
     async def check_schema(self) -> None:
         rows = await self._fetchall("applied_migrations")
-        missing = [m.version for m in MIGRATIONS if m.version not in {r[0] for r in rows}]
+        done = {r["version"] for r in rows}
+        missing = [m.version for m in MIGRATIONS if m.version not in done]
         if missing:
             raise SchemaNotMigrated(
                 f"schema {self.schema!r} at {self.display_dsn} lacks migrations "
@@ -335,8 +280,9 @@ class PostgresStore:
         await self._fetchone("ping")
 
     async def now(self) -> datetime:
-        (value,) = await self._fetchone("now")
-        return _utc(cast(datetime, value))
+        row = await self._fetchone("now")
+        assert row is not None
+        return _utc(cast(datetime, row["now"]))
 
     # -- producers -----------------------------------------------------------------------
     async def enqueue(self, specs: Sequence[JobSpec]) -> list[UUID]:
@@ -407,51 +353,38 @@ class PostgresStore:
 
     async def get_job(self, job_id: UUID) -> Job | None:
         row = await self._fetchone("get_job", {"id": job_id})
-        return _job(row) if row else None
+        return CODEC.job(row) if row else None
 
     async def list_jobs(
         self, *, state: str | None = None, queue: str | None = None, limit: int = 100
     ) -> list[Job]:
         rows = await self._fetchall("list_jobs", {"state": state, "queue": queue, "limit": limit})
-        return [_job(r) for r in rows]
+        return [CODEC.job(r) for r in rows]
 
     async def stats(self) -> dict[str, int]:
         counts = dict.fromkeys(ALL_STATES, 0)
-        for state, count in await self._fetchall("stats"):
-            counts[state] = count
+        for row in await self._fetchall("stats"):
+            counts[row["state"]] = row["count"]
         return counts
 
     async def retry_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
         if not job_ids:
             return []
         rows = await self._fetchall("retry_jobs", {"ids": list(job_ids), "channel": self.channel})
-        return [r[0] for r in rows]
+        return [r["id"] for r in rows]
 
     async def retry_all_dead(self) -> int:
-        row = await self._fetchone("retry_all_dead", {"channel": self.channel})
-        return int(row[0])
+        return await self._fetchvalue("retry_all_dead", "count", {"channel": self.channel})
 
     async def cancel_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
         if not job_ids:
             return []
         rows = await self._fetchall("cancel_jobs", {"ids": list(job_ids)})
-        return [r[0] for r in rows]
+        return [r["id"] for r in rows]
 
     async def actor_configs(self) -> dict[str, ActorConfig]:
         rows = await self._fetchall("actor_configs")
-        return {
-            r[0]: ActorConfig(
-                name=r[0],
-                queue=r[1],
-                max_attempts=r[2],
-                max_crashes=r[3],
-                idempotent=r[4],
-                cpu_bound=r[5],
-                timeout=r[6],
-                extra=r[7] or {},
-            )
-            for r in rows
-        }
+        return {r["name"]: CODEC.actor_config(r) for r in rows}
 
     async def sync_actor_configs(self, configs: Sequence[ActorConfig], *, force: bool) -> list[str]:
         differences = config_differences(await self.actor_configs(), configs)
@@ -494,19 +427,18 @@ class PostgresStore:
             await conn.execute(Q["unregister_worker"], {"id": worker_id})
 
     async def list_workers(self) -> list[WorkerInfo]:
-        return [_worker(r) for r in await self._fetchall("list_workers")]
+        return [CODEC.worker(r) for r in await self._fetchall("list_workers")]
 
     async def find_worker(self, workgroup_instance: UUID, worker_label: str) -> WorkerInfo | None:
         row = await self._fetchone(
             "find_worker", {"workgroup_instance": workgroup_instance, "worker_label": worker_label}
         )
-        return _worker(row) if row else None
+        return CODEC.worker(row) if row else None
 
     async def heartbeat(self, worker_id: UUID, lease_seconds: float) -> int:
-        row = await self._fetchone(
-            "heartbeat", {"worker_id": worker_id, "lease": float(lease_seconds)}
+        return await self._fetchvalue(
+            "heartbeat", "extended", {"worker_id": worker_id, "lease": float(lease_seconds)}
         )
-        return int(row[0])
 
     async def claim(
         self,
@@ -528,28 +460,14 @@ class PostgresStore:
                 "exclude_actors": list(exclude_actors),
             },
         )
-        rows.sort(key=lambda r: (r[10], r[11], r[0]))
-        return [
-            ClaimedJob(
-                id=r[0],
-                actor=r[1],
-                queue=r[2],
-                args_json=r[3],
-                kwargs_json=r[4],
-                attempt=r[5],
-                max_attempts=r[6],
-                crash_count=r[7],
-                max_crashes=r[8],
-                idempotent=r[9],
-            )
-            for r in rows
-        ]
+        return CODEC.claimed(rows)
 
     async def complete(self, worker_id: UUID, outcomes: Sequence[Outcome]) -> int:
         if not outcomes:
             return 0
-        row = await self._fetchone(
+        return await self._fetchvalue(
             "complete",
+            "changed",
             {
                 "worker_id": worker_id,
                 "channel": self.channel,
@@ -562,13 +480,13 @@ class PostgresStore:
                 "reasons": [o.dead_reason for o in outcomes],
             },
         )
-        return int(row[0])
 
     async def give_back(self, worker_id: UUID, jobs: Sequence[tuple[UUID, int]]) -> int:
         if not jobs:
             return 0
-        row = await self._fetchone(
+        return await self._fetchvalue(
             "give_back",
+            "changed",
             {
                 "worker_id": worker_id,
                 "channel": self.channel,
@@ -576,29 +494,26 @@ class PostgresStore:
                 "attempts": [j[1] for j in jobs],
             },
         )
-        return int(row[0])
 
     async def rescue_worker(self, worker_id: UUID, cause: str) -> list[RescuedJob]:
-        return _rescued(
-            await self._fetchall(
-                "rescue_worker", {"worker_id": worker_id, "cause": cause, "channel": self.channel}
-            )
+        rows = await self._fetchall(
+            "rescue_worker", {"worker_id": worker_id, "cause": cause, "channel": self.channel}
         )
+        return [CODEC.rescued(r) for r in rows]
 
     async def rescue_expired(
         self, cause: str, *, exclude_worker: UUID | None = None
     ) -> list[RescuedJob]:
-        return _rescued(
-            await self._fetchall(
-                "rescue_expired",
-                {
-                    "cause": cause,
-                    "channel": self.channel,
-                    "exclude_worker": exclude_worker,
-                    "lock_key": f"taskq-sweep:{self.schema}",
-                },
-            )
+        rows = await self._fetchall(
+            "rescue_expired",
+            {
+                "cause": cause,
+                "channel": self.channel,
+                "exclude_worker": exclude_worker,
+                "lock_key": f"taskq-sweep:{self.schema}",
+            },
         )
+        return [CODEC.rescued(r) for r in rows]
 
     async def prune(
         self, *, succeeded_before: datetime, workers_before: datetime, batch: int = 1000

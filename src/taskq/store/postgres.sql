@@ -41,7 +41,7 @@ SELECT 1;
 
 -- name: now
 -- description: The database clock.
-SELECT now();
+SELECT now() AS now;
 
 -- name: enqueue
 -- description: Insert a batch of jobs from parallel arrays in one statement.
@@ -76,16 +76,16 @@ VALUES (%(id)s, %(actor)s, %(queue)s, %(args)s::json, %(kwargs)s::json, %(priori
 
 -- name: get_job
 -- description: One job by id.
-SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
+SELECT id, actor, queue, args::text, kwargs::text, priority, state, attempt, max_attempts,
        crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
-       worker_id, lease_expires_at, last_error, dead_reason, result::text
+       worker_id, lease_expires_at, last_error, dead_reason, result::text AS result
 FROM jobs WHERE id = %(id)s;
 
 -- name: list_jobs
 -- description: Jobs newest first (UUIDv7 ids are time-ordered), optionally by state/queue.
-SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
+SELECT id, actor, queue, args::text, kwargs::text, priority, state, attempt, max_attempts,
        crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
-       worker_id, lease_expires_at, last_error, dead_reason, result::text
+       worker_id, lease_expires_at, last_error, dead_reason, result::text AS result
 FROM jobs
 WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
@@ -94,7 +94,7 @@ LIMIT %(limit)s;
 
 -- name: stats
 -- description: Number of jobs per state (states without jobs are absent).
-SELECT state, count(*) FROM jobs GROUP BY state;
+SELECT state, count(*) AS count FROM jobs GROUP BY state;
 
 -- name: retry_jobs
 -- description: Dead or cancelled jobs back to queued now, counters reset, error kept.
@@ -119,7 +119,7 @@ WITH moved AS (
     WHERE state = 'dead'
     RETURNING queue
 )
-SELECT count(*),
+SELECT count(*) AS count,
        (SELECT count(pg_notify(%(channel)s, q.queue))
         FROM (SELECT DISTINCT queue FROM moved) AS q) AS notified
 FROM moved;
@@ -132,7 +132,7 @@ RETURNING id;
 
 -- name: actor_configs
 -- description: Every recorded actor configuration.
-SELECT name, queue, max_attempts, max_crashes, idempotent, cpu_bound, timeout, extra
+SELECT name, queue, max_attempts, max_crashes, idempotent, cpu_bound, timeout, extra::text
 FROM actors ORDER BY name;
 
 -- name: upsert_actor_configs
@@ -188,7 +188,7 @@ WITH seen AS (
     WHERE worker_id = %(worker_id)s AND state = 'running'
     RETURNING 1
 )
-SELECT count(*) FROM extended;
+SELECT count(*) AS extended FROM extended;
 
 -- name: claim
 -- description: Claim up to n due queued jobs in (priority, run_at, id) order, skipping locked rows.
@@ -215,9 +215,34 @@ SET state = 'running', attempt = jobs.attempt + 1, worker_id = %(worker_id)s,
     lease_expires_at = now() + make_interval(secs => %(lease)s::float8), started_at = now()
 FROM picked
 WHERE jobs.id = picked.id
-RETURNING jobs.id, jobs.actor, jobs.queue, jobs.args::text, jobs.kwargs::text, jobs.attempt,
-          jobs.max_attempts, jobs.crash_count, jobs.max_crashes, jobs.idempotent,
-          jobs.priority, jobs.run_at;
+RETURNING jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args,
+          jobs.kwargs::text AS kwargs, jobs.attempt, jobs.max_attempts, jobs.crash_count,
+          jobs.max_crashes, jobs.idempotent, jobs.priority, jobs.run_at;
+
+-- fragment: end_run
+-- description: The SET list that ends a run, once for every way a run ends.
+-- Used by complete, rescue_worker and rescue_expired as `UPDATE jobs SET ... FROM verdict v`:
+-- v.kind is the outcome ('succeeded', 'retry', 'dead', 'cancelled' or 'crashed'),
+-- v.next_state/v.next_reason the state it leads to, v.result/v.error/v.delay its data.
+-- A re-queued job forgets its run (worker, start, finish); any other keeps who ran it.
+state = v.next_state,
+dead_reason = v.next_reason,
+crash_count = jobs.crash_count + CASE WHEN v.kind = 'crashed' THEN 1 ELSE 0 END,
+result = CASE WHEN v.kind = 'succeeded' THEN v.result::json END,
+last_error = coalesce(v.error, jobs.last_error),
+run_at = CASE WHEN v.next_state = 'queued'
+              THEN now() + make_interval(secs => v.delay) ELSE jobs.run_at END,
+started_at = CASE WHEN v.next_state = 'queued' THEN NULL ELSE jobs.started_at END,
+finished_at = CASE WHEN v.next_state = 'queued' THEN NULL ELSE now() END,
+worker_id = CASE WHEN v.next_state = 'queued' THEN NULL ELSE jobs.worker_id END,
+lease_expires_at = NULL
+
+-- fragment: crash_verdict
+-- description: The verdict columns of a crash, from crash_outcome() of the job row j.
+'crashed'::text AS kind, NULL::text AS result, 0.0::float8 AS delay,
+CASE crash_outcome(j.crash_count, j.max_crashes, j.idempotent)
+    WHEN 'queued' THEN 'queued' ELSE 'dead' END AS next_state,
+nullif(crash_outcome(j.crash_count, j.max_crashes, j.idempotent), 'queued') AS next_reason
 
 -- name: complete
 -- description: Write a batch of run outcomes, each fenced by (id, attempt, worker, running).
@@ -247,23 +272,13 @@ WITH outcome AS (
     CROSS JOIN LATERAL (SELECT crash_outcome(j.crash_count, j.max_crashes, j.idempotent)) AS c(rule)
 ), done AS (
     UPDATE jobs
-    SET state = v.next_state,
-        dead_reason = v.next_reason,
-        crash_count = jobs.crash_count + CASE WHEN v.kind = 'crashed' THEN 1 ELSE 0 END,
-        result = CASE WHEN v.kind = 'succeeded' THEN v.result::json END,
-        last_error = coalesce(v.error, jobs.last_error),
-        run_at = CASE WHEN v.next_state = 'queued'
-                      THEN now() + make_interval(secs => v.delay) ELSE jobs.run_at END,
-        started_at = CASE WHEN v.next_state = 'queued' THEN NULL ELSE jobs.started_at END,
-        finished_at = CASE WHEN v.next_state = 'queued' THEN NULL ELSE now() END,
-        worker_id = CASE WHEN v.next_state = 'queued' THEN NULL ELSE jobs.worker_id END,
-        lease_expires_at = NULL
+    SET {{end_run}}
     FROM verdict v
     WHERE jobs.id = v.id AND jobs.attempt = v.attempt
       AND (jobs.worker_id = %(worker_id)s AND jobs.state = 'running') IS TRUE
     RETURNING jobs.queue, jobs.state, jobs.run_at
 )
-SELECT count(*),
+SELECT count(*) AS changed,
        (SELECT count(pg_notify(%(channel)s, q.queue))
         FROM (SELECT DISTINCT queue FROM done
               WHERE state = 'queued' AND run_at <= now()) AS q) AS notified
@@ -280,7 +295,7 @@ WITH returned AS (
       AND (jobs.worker_id = %(worker_id)s AND jobs.state = 'running') IS TRUE
     RETURNING jobs.queue, jobs.run_at
 )
-SELECT count(*),
+SELECT count(*) AS changed,
        (SELECT count(pg_notify(%(channel)s, q.queue))
         FROM (SELECT DISTINCT queue FROM returned WHERE run_at <= now()) AS q) AS notified
 FROM returned;
@@ -290,19 +305,11 @@ FROM returned;
 WITH gone AS (
     DELETE FROM workers WHERE id = %(worker_id)s
 ), verdict AS (
-    SELECT id, crash_outcome(crash_count, max_crashes, idempotent) AS rule
-    FROM jobs WHERE worker_id = %(worker_id)s AND state = 'running'
+    SELECT j.id, %(cause)s::text AS error, {{crash_verdict}}
+    FROM jobs j WHERE j.worker_id = %(worker_id)s AND j.state = 'running'
 ), rescued AS (
     UPDATE jobs
-    SET crash_count = jobs.crash_count + 1,
-        state = CASE v.rule WHEN 'queued' THEN 'queued' ELSE 'dead' END,
-        dead_reason = nullif(v.rule, 'queued'),
-        last_error = %(cause)s,
-        run_at = CASE v.rule WHEN 'queued' THEN now() ELSE jobs.run_at END,
-        started_at = CASE v.rule WHEN 'queued' THEN NULL ELSE jobs.started_at END,
-        finished_at = CASE v.rule WHEN 'queued' THEN NULL ELSE now() END,
-        worker_id = CASE v.rule WHEN 'queued' THEN NULL ELSE jobs.worker_id END,
-        lease_expires_at = NULL
+    SET {{end_run}}
     FROM verdict v
     WHERE jobs.id = v.id AND jobs.worker_id = %(worker_id)s AND jobs.state = 'running'
     RETURNING jobs.id, jobs.actor, jobs.state, jobs.dead_reason, jobs.crash_count, jobs.queue
@@ -317,21 +324,15 @@ FROM rescued;
 WITH sweeper AS (
     SELECT pg_try_advisory_xact_lock(hashtext(%(lock_key)s)) AS got
 ), verdict AS (
-    SELECT j.id, j.worker_id, crash_outcome(j.crash_count, j.max_crashes, j.idempotent) AS rule
+    SELECT j.id, j.worker_id,
+           %(cause)s || ': worker ' || j.worker_id::text || ' lease expired' AS error,
+           {{crash_verdict}}
     FROM jobs j, sweeper
     WHERE sweeper.got AND j.state = 'running' AND j.lease_expires_at < now()
       AND j.worker_id IS DISTINCT FROM %(exclude_worker)s::uuid
 ), rescued AS (
     UPDATE jobs
-    SET crash_count = jobs.crash_count + 1,
-        state = CASE v.rule WHEN 'queued' THEN 'queued' ELSE 'dead' END,
-        dead_reason = nullif(v.rule, 'queued'),
-        last_error = %(cause)s || ': worker ' || v.worker_id::text || ' lease expired',
-        run_at = CASE v.rule WHEN 'queued' THEN now() ELSE jobs.run_at END,
-        started_at = CASE v.rule WHEN 'queued' THEN NULL ELSE jobs.started_at END,
-        finished_at = CASE v.rule WHEN 'queued' THEN NULL ELSE now() END,
-        worker_id = CASE v.rule WHEN 'queued' THEN NULL ELSE jobs.worker_id END,
-        lease_expires_at = NULL
+    SET {{end_run}}
     FROM verdict v
     WHERE jobs.id = v.id AND jobs.worker_id = v.worker_id AND jobs.state = 'running'
       AND jobs.lease_expires_at < now()

@@ -11,6 +11,10 @@ Each block starts with ``-- name: <identifier>``, is followed by exactly one
 ``-- description: <one line>``, and runs until the next ``-- name:`` line. The
 trailing ``;`` is dropped. Files are read once, at import of the engine module.
 
+A part several statements share (a SET list, a rule) is written once as a
+``-- fragment: <identifier>`` block (same layout) and used as ``{{identifier}}``
+inside later blocks; fragments are not statements of their own.
+
 Migrations are ``migrations/<engine>/NNNN_what.sql``; their version is the file stem
 and they apply in name order.
 """
@@ -22,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _HERE = Path(__file__).parent
-_NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$")
+_NAME = re.compile(r"^--\s*(name|fragment):\s*([a-z_][a-z0-9_]*)\s*$")
+_USE = re.compile(r"\{\{([a-z_][a-z0-9_]*)\}\}")
 _DESCRIPTION = re.compile(r"^--\s*description:\s*(\S.*)$")
 _MIGRATION = re.compile(r"^\d{4}_[a-z0-9_]+\.sql$")
 
@@ -32,11 +37,19 @@ class SqlFileError(Exception):
 
 
 def parse_queries(text: str, *, source: str = "<sql>") -> dict[str, str]:
-    """Named blocks of ``text`` as ``{name: statement}``."""
+    """Named blocks of ``text`` as ``{name: statement}``, fragments filled in."""
     queries: dict[str, str] = {}
+    fragments: dict[str, str] = {}
     name: str | None = None
+    is_fragment = False
     described = False
     body: list[str] = []
+
+    def fill(match: re.Match[str], lineno: int) -> str:
+        used = match.group(1)
+        if used not in fragments:
+            raise SqlFileError(f"{source}:{lineno}: {name!r} uses unknown fragment {used!r}")
+        return fragments[used]
 
     def finish(lineno: int) -> None:
         if name is None:
@@ -46,14 +59,16 @@ def parse_queries(text: str, *, source: str = "<sql>") -> dict[str, str]:
         statement = "\n".join(body).strip().rstrip(";").strip()
         if not statement:
             raise SqlFileError(f"{source}:{lineno}: query {name!r} is empty")
-        queries[name] = statement
+        statement = _USE.sub(lambda m: fill(m, lineno), statement)
+        (fragments if is_fragment else queries)[name] = statement
 
     for lineno, line in enumerate(text.splitlines(), start=1):
         match = _NAME.match(line)
         if match:
             finish(lineno)
-            name, described, body = match.group(1), False, []
-            if name in queries:
+            is_fragment, name = match.group(1) == "fragment", match.group(2)
+            described, body = False, []
+            if name in queries or name in fragments:
                 raise SqlFileError(f"{source}:{lineno}: query {name!r} defined twice")
             continue
         if name is None:

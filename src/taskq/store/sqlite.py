@@ -42,6 +42,7 @@ from ..jobs import (
 from ..logs import get_logger
 from ..settings import sqlite_path
 from .drift import config_differences
+from .rows import Codec
 from .sqlfile import load_migrations, load_queries
 
 log = get_logger(__name__)
@@ -102,67 +103,7 @@ def split_script(script: str) -> list[str]:
     return statements
 
 
-def _job(row: Sequence[Any]) -> Job:
-    (
-        id_,
-        actor,
-        queue,
-        args,
-        kwargs,
-        priority,
-        state,
-        attempt,
-        max_attempts,
-        crash_count,
-        max_crashes,
-        idempotent,
-        run_at,
-        created_at,
-        started_at,
-        finished_at,
-        worker_id,
-        lease_expires_at,
-        last_error,
-        dead_reason,
-        result,
-    ) = row
-    return Job(
-        id=UUID(id_),
-        actor=actor,
-        queue=queue,
-        args=json.loads(args),
-        kwargs=json.loads(kwargs),
-        priority=priority,
-        state=state,
-        attempts=attempt,
-        max_attempts=max_attempts,
-        crash_count=crash_count,
-        max_crashes=max_crashes,
-        idempotent=bool(idempotent),
-        run_at=_dt(run_at),
-        created_at=_dt(created_at),
-        started_at=_dt(started_at),
-        finished_at=_dt(finished_at),
-        worker_id=_uuid(worker_id),
-        lease_expires_at=_dt(lease_expires_at),
-        last_error=last_error,
-        dead_reason=dead_reason,
-        result=None if result is None else json.loads(result),
-    )
-
-
-def _worker(row: Sequence[Any]) -> WorkerInfo:
-    id_, pid, hostname, queues, label, instance, started_at, last_seen_at = row
-    return WorkerInfo(
-        id=UUID(id_),
-        pid=pid,
-        hostname=hostname,
-        queues=json.loads(queues),
-        worker_label=label,
-        workgroup_instance=_uuid(instance),
-        started_at=_dt(started_at),
-        last_seen_at=_dt(last_seen_at),
-    )
+CODEC = Codec(uuid=UUID, time=_dt, texts=json.loads)
 
 
 class SqliteStore:
@@ -251,8 +192,8 @@ class SqliteStore:
         return self._retrying_locks(attempt)
 
     def _marker(self) -> tuple[int, int]:
-        (version,) = self._db.execute(Q["data_version"]).fetchone()
-        return version, self._own_commits
+        row = self._db.execute(Q["data_version"]).fetchone()
+        return row["data_version"], self._own_commits
 
     # -- lifecycle -------------------------------------------------------------------
     def _connect(self, path: str) -> sqlite3.Connection:
@@ -272,6 +213,7 @@ class SqliteStore:
         try:
             self._retrying_locks(lambda: conn.execute(Q["journal_mode_wal"]).fetchone())
             conn.execute(Q["synchronous_normal"])
+            conn.row_factory = sqlite3.Row
         except sqlite3.Error as exc:
             conn.close()
             raise StoreUnavailable(f"cannot open SQLite database sqlite:///{path}: {exc}") from exc
@@ -326,7 +268,7 @@ class SqliteStore:
 
         def apply() -> list[str]:
             db.execute(Q["create_migrations_table"])
-            done = {row[0] for row in db.execute(Q["applied_migrations"])}
+            done = {row["version"] for row in db.execute(Q["applied_migrations"])}
             applied = []
             for migration in MIGRATIONS:
                 if migration.version in done:
@@ -348,7 +290,7 @@ class SqliteStore:
         return applied
 
     def _check_schema(self) -> None:
-        done = {row[0] for row in self._db.execute(Q["applied_migrations"])}
+        done = {row["version"] for row in self._db.execute(Q["applied_migrations"])}
         missing = [m.version for m in MIGRATIONS if m.version not in done]
         if missing:
             raise SchemaNotMigrated(
@@ -395,25 +337,25 @@ class SqliteStore:
         row = await self._run(
             lambda: self._db.execute(Q["get_job"], {"id": str(job_id)}).fetchone()
         )
-        return _job(row) if row else None
+        return CODEC.job(row) if row else None
 
     async def list_jobs(
         self, *, state: str | None = None, queue: str | None = None, limit: int = 100
     ) -> list[Job]:
         params = {"state": state, "queue": queue, "limit": limit}
         rows = await self._run(lambda: self._db.execute(Q["list_jobs"], params).fetchall())
-        return [_job(r) for r in rows]
+        return [CODEC.job(r) for r in rows]
 
     async def stats(self) -> dict[str, int]:
         counts = dict.fromkeys(ALL_STATES, 0)
         rows = await self._run(lambda: self._db.execute(Q["stats"]).fetchall())
-        counts.update(dict(rows))
+        counts.update({r["state"]: r["count"] for r in rows})
         return counts
 
     def _moved_ids(self, name: str, job_ids: Sequence[UUID]) -> list[UUID]:
         params = {"ids": _ids(job_ids), "now": time.time()}
         rows = self._write(lambda: self._db.execute(Q[name], params).fetchall())
-        return [UUID(r[0]) for r in rows]
+        return [UUID(r["id"]) for r in rows]
 
     async def retry_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
         if not job_ids:
@@ -432,19 +374,8 @@ class SqliteStore:
         return await self._run(self._moved_ids, "cancel_jobs", job_ids)
 
     def _actor_configs(self) -> dict[str, ActorConfig]:
-        return {
-            r[0]: ActorConfig(
-                name=r[0],
-                queue=r[1],
-                max_attempts=r[2],
-                max_crashes=r[3],
-                idempotent=bool(r[4]),
-                cpu_bound=bool(r[5]),
-                timeout=r[6],
-                extra=json.loads(r[7]),
-            )
-            for r in self._db.execute(Q["actor_configs"])
-        }
+        rows = self._db.execute(Q["actor_configs"])
+        return {r["name"]: CODEC.actor_config(r) for r in rows}
 
     async def actor_configs(self) -> dict[str, ActorConfig]:
         return await self._run(self._actor_configs)
@@ -497,12 +428,12 @@ class SqliteStore:
 
     async def list_workers(self) -> list[WorkerInfo]:
         rows = await self._run(lambda: self._db.execute(Q["list_workers"]).fetchall())
-        return [_worker(r) for r in rows]
+        return [CODEC.worker(r) for r in rows]
 
     async def find_worker(self, workgroup_instance: UUID, worker_label: str) -> WorkerInfo | None:
         params = {"workgroup_instance": str(workgroup_instance), "worker_label": worker_label}
         row = await self._run(lambda: self._db.execute(Q["find_worker"], params).fetchone())
-        return _worker(row) if row else None
+        return CODEC.worker(row) if row else None
 
     def _heartbeat(self, worker_id: UUID, lease_seconds: float) -> int:
         params = {"worker_id": str(worker_id), "now": time.time(), "lease": lease_seconds}
@@ -537,22 +468,7 @@ class SqliteStore:
             "now": time.time(),
         }
         rows = await self._run(self._claim, params)
-        rows.sort(key=lambda r: (r[10], r[11], r[0]))
-        return [
-            ClaimedJob(
-                id=UUID(r[0]),
-                actor=r[1],
-                queue=r[2],
-                args_json=r[3],
-                kwargs_json=r[4],
-                attempt=r[5],
-                max_attempts=r[6],
-                crash_count=r[7],
-                max_crashes=r[8],
-                idempotent=bool(r[9]),
-            )
-            for r in rows
-        ]
+        return CODEC.claimed(rows)
 
     def _crash(
         self, runs: Sequence[tuple[str, int, str, str | None]], now: float
@@ -571,15 +487,7 @@ class SqliteStore:
                 },
             ).fetchone()
             if row:
-                rescued.append(
-                    RescuedJob(
-                        id=UUID(row[0]),
-                        actor=row[1],
-                        state=row[2],
-                        dead_reason=row[3],
-                        crash_count=row[4],
-                    )
-                )
+                rescued.append(CODEC.rescued(row))
         return rescued
 
     def _complete(self, worker_id: str, outcomes: Sequence[Outcome]) -> int:
@@ -626,7 +534,9 @@ class SqliteStore:
 
     def _rescue_worker(self, worker_id: str, cause: str) -> list[RescuedJob]:
         runs = self._db.execute(Q["running_of_worker"], {"worker_id": worker_id}).fetchall()
-        rescued = self._crash([(r[0], r[1], r[2], cause) for r in runs], time.time())
+        rescued = self._crash(
+            [(r["id"], r["attempt"], r["worker_id"], cause) for r in runs], time.time()
+        )
         self._db.execute(Q["unregister_worker"], {"id": worker_id})
         return rescued
 
@@ -643,7 +553,16 @@ class SqliteStore:
             },
         ).fetchall()
         return self._crash(
-            [(r[0], r[1], r[2], f"{cause}: worker {r[2]} lease expired") for r in runs], now
+            [
+                (
+                    r["id"],
+                    r["attempt"],
+                    r["worker_id"],
+                    f"{cause}: worker {r['worker_id']} lease expired",
+                )
+                for r in runs
+            ],
+            now,
         )
 
     async def rescue_expired(
@@ -679,10 +598,8 @@ class SqliteStore:
 
     # -- waking ----------------------------------------------------------------------
     def _due(self, queues: str) -> bool:
-        (exists,) = self._db.execute(
-            Q["due_job_exists"], {"queues": queues, "now": time.time()}
-        ).fetchone()
-        return bool(exists)
+        row = self._db.execute(Q["due_job_exists"], {"queues": queues, "now": time.time()})
+        return bool(row.fetchone()["due"])
 
     async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
         """Poll for commits since the last claim (by anyone, this connection included);

@@ -71,7 +71,7 @@ LIMIT :limit;
 
 -- name: stats
 -- description: Number of jobs per state (states without jobs are absent).
-SELECT state, count(*) FROM jobs GROUP BY state;
+SELECT state, count(*) AS count FROM jobs GROUP BY state;
 
 -- name: retry_jobs
 -- description: Dead or cancelled jobs back to queued now, counters reset, error kept.
@@ -171,41 +171,51 @@ SELECT EXISTS (
     SELECT 1 FROM jobs
     WHERE state = 'queued' AND queue IN (SELECT value FROM json_each(:queues))
       AND run_at <= :now
-);
+) AS due;
+
+-- fragment: end_run
+-- description: The SET list that ends a run, once for every way a run ends.
+-- Used as `UPDATE jobs SET ... FROM (...) AS v`: v.kind is the outcome ('succeeded',
+-- 'retry', 'dead', 'cancelled' or 'crashed'), v.next_state/v.next_reason the state it
+-- leads to, v.result/v.error/v.delay its data. A re-queued job forgets its run.
+state = v.next_state,
+dead_reason = v.next_reason,
+crash_count = jobs.crash_count + CASE WHEN v.kind = 'crashed' THEN 1 ELSE 0 END,
+result = CASE WHEN v.kind = 'succeeded' THEN v.result END,
+last_error = coalesce(v.error, jobs.last_error),
+run_at = CASE WHEN v.next_state = 'queued' THEN :now + v.delay ELSE jobs.run_at END,
+started_at = CASE WHEN v.next_state = 'queued' THEN NULL ELSE jobs.started_at END,
+finished_at = CASE WHEN v.next_state = 'queued' THEN NULL ELSE :now END,
+worker_id = CASE WHEN v.next_state = 'queued' THEN NULL ELSE jobs.worker_id END,
+lease_expires_at = NULL
+
+-- fragment: run_fence
+-- description: Only the run the caller holds: same id, attempt and worker, still running.
+jobs.id = v.id AND jobs.attempt = :attempt AND jobs.worker_id = :worker_id
+  AND jobs.state = 'running'
 
 -- name: finish_run
 -- description: Write one outcome that is not a crash (succeeded/retry/dead/cancelled), fenced.
 UPDATE jobs
-SET state = CASE :kind WHEN 'retry' THEN 'queued' ELSE :kind END,
-    dead_reason = CASE :kind WHEN 'dead' THEN coalesce(:reason, 'failed') END,
-    result = CASE :kind WHEN 'succeeded' THEN :result END,
-    last_error = coalesce(:error, last_error),
-    run_at = CASE :kind WHEN 'retry' THEN :now + :delay ELSE run_at END,
-    started_at = CASE :kind WHEN 'retry' THEN NULL ELSE started_at END,
-    finished_at = CASE :kind WHEN 'retry' THEN NULL ELSE :now END,
-    worker_id = CASE :kind WHEN 'retry' THEN NULL ELSE worker_id END,
-    lease_expires_at = NULL
-WHERE id = :id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running';
+SET {{end_run}}
+FROM (SELECT :id AS id, :kind AS kind, :result AS result, :error AS error, :delay AS delay,
+             CASE :kind WHEN 'retry' THEN 'queued' ELSE :kind END AS next_state,
+             CASE :kind WHEN 'dead' THEN coalesce(:reason, 'failed') END AS next_reason) AS v
+WHERE {{run_fence}};
 
 -- name: crash_run
 -- description: The crash rules on one run, fenced: requeue, dead/crashed or dead/poison.
 UPDATE jobs
-SET crash_count = jobs.crash_count + 1,
-    state = CASE v.rule WHEN 'queued' THEN 'queued' ELSE 'dead' END,
-    dead_reason = nullif(v.rule, 'queued'),
-    last_error = coalesce(:error, jobs.last_error),
-    run_at = CASE v.rule WHEN 'queued' THEN :now ELSE jobs.run_at END,
-    started_at = CASE v.rule WHEN 'queued' THEN NULL ELSE jobs.started_at END,
-    finished_at = CASE v.rule WHEN 'queued' THEN NULL ELSE :now END,
-    worker_id = CASE v.rule WHEN 'queued' THEN NULL ELSE jobs.worker_id END,
-    lease_expires_at = NULL
-FROM (SELECT id,
-             CASE WHEN crash_count + 1 >= max_crashes THEN 'poison'
-                  WHEN idempotent THEN 'queued'
-                  ELSE 'crashed' END AS rule
-      FROM jobs WHERE id = :id) AS v
-WHERE jobs.id = v.id AND jobs.attempt = :attempt AND jobs.worker_id = :worker_id
-  AND jobs.state = 'running'
+SET {{end_run}}
+FROM (SELECT id, 'crashed' AS kind, NULL AS result, :error AS error, 0.0 AS delay,
+             CASE rule WHEN 'queued' THEN 'queued' ELSE 'dead' END AS next_state,
+             nullif(rule, 'queued') AS next_reason
+      FROM (SELECT id,
+                   CASE WHEN crash_count + 1 >= max_crashes THEN 'poison'
+                        WHEN idempotent THEN 'queued'
+                        ELSE 'crashed' END AS rule
+            FROM jobs WHERE id = :id)) AS v
+WHERE {{run_fence}}
 RETURNING jobs.id, jobs.actor, jobs.state, jobs.dead_reason, jobs.crash_count;
 
 -- name: give_back

@@ -1,0 +1,117 @@
+"""Named rows into taskq's data, written once for both stores.
+
+Both stores hand rows over as mappings keyed by column name (psycopg's ``dict_row``,
+``sqlite3.Row``) and select JSON as text, so every column is read the same way. What
+differs is how a driver returns ids, times and lists; each store passes a ``Codec``
+that says so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from ..jobs import ActorConfig, ClaimedJob, Job, RescuedJob, WorkerInfo
+
+Row = Mapping[str, Any]
+
+
+def _json(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Codec:
+    """How one driver returns the values that are not plain ints, text and JSON text."""
+
+    uuid: Callable[[Any], UUID]  # a non-null id
+    time: Callable[[Any], datetime]  # a non-null timestamp, as an aware UTC datetime
+    texts: Callable[[Any], list[str]]  # a list of text (a worker's queues)
+
+    def maybe_uuid(self, value: Any) -> UUID | None:
+        return None if value is None else self.uuid(value)
+
+    def maybe_time(self, value: Any) -> datetime | None:
+        return None if value is None else self.time(value)
+
+    def job(self, r: Row) -> Job:
+        return Job(
+            id=self.uuid(r["id"]),
+            actor=r["actor"],
+            queue=r["queue"],
+            args=json.loads(r["args"]),
+            kwargs=json.loads(r["kwargs"]),
+            priority=r["priority"],
+            state=r["state"],
+            attempts=r["attempt"],
+            max_attempts=r["max_attempts"],
+            crash_count=r["crash_count"],
+            max_crashes=r["max_crashes"],
+            idempotent=bool(r["idempotent"]),
+            run_at=self.time(r["run_at"]),
+            created_at=self.time(r["created_at"]),
+            started_at=self.maybe_time(r["started_at"]),
+            finished_at=self.maybe_time(r["finished_at"]),
+            worker_id=self.maybe_uuid(r["worker_id"]),
+            lease_expires_at=self.maybe_time(r["lease_expires_at"]),
+            last_error=r["last_error"],
+            dead_reason=r["dead_reason"],
+            result=_json(r["result"]),
+        )
+
+    def claimed(self, rows: Iterable[Row]) -> list[ClaimedJob]:
+        """Claimed runs in claim order: (priority, run_at, id)."""
+        ordered = sorted(rows, key=lambda r: (r["priority"], r["run_at"], r["id"]))
+        return [
+            ClaimedJob(
+                id=self.uuid(r["id"]),
+                actor=r["actor"],
+                queue=r["queue"],
+                args_json=r["args"],
+                kwargs_json=r["kwargs"],
+                attempt=r["attempt"],
+                max_attempts=r["max_attempts"],
+                crash_count=r["crash_count"],
+                max_crashes=r["max_crashes"],
+                idempotent=bool(r["idempotent"]),
+            )
+            for r in ordered
+        ]
+
+    def rescued(self, r: Row) -> RescuedJob:
+        return RescuedJob(
+            id=self.uuid(r["id"]),
+            actor=r["actor"],
+            state=r["state"],
+            dead_reason=r["dead_reason"],
+            crash_count=r["crash_count"],
+        )
+
+    def worker(self, r: Row) -> WorkerInfo:
+        return WorkerInfo(
+            id=self.uuid(r["id"]),
+            pid=r["pid"],
+            hostname=r["hostname"],
+            queues=self.texts(r["queues"]),
+            worker_label=r["worker_label"],
+            workgroup_instance=self.maybe_uuid(r["workgroup_instance"]),
+            started_at=self.maybe_time(r["started_at"]),
+            last_seen_at=self.maybe_time(r["last_seen_at"]),
+        )
+
+    @staticmethod
+    def actor_config(r: Row) -> ActorConfig:
+        return ActorConfig(
+            name=r["name"],
+            queue=r["queue"],
+            max_attempts=r["max_attempts"],
+            max_crashes=r["max_crashes"],
+            idempotent=bool(r["idempotent"]),
+            cpu_bound=bool(r["cpu_bound"]),
+            timeout=r["timeout"],
+            extra=_json(r["extra"]) or {},
+        )

@@ -1,0 +1,94 @@
+-- The Postgres schema that taskq's migrations build from zero: a generated snapshot
+-- to read, not to apply. Regenerate with `make schema` after changing a migration.
+
+CREATE TABLE actors (
+    name text NOT NULL,
+    queue text NOT NULL,
+    max_attempts integer NOT NULL,
+    max_crashes integer NOT NULL,
+    idempotent boolean NOT NULL,
+    cpu_bound boolean NOT NULL,
+    timeout double precision,
+    extra json NOT NULL DEFAULT '{}'::json,
+    updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT actors_pkey PRIMARY KEY (name)
+);
+
+CREATE TABLE jobs (
+    id uuid NOT NULL,
+    actor text NOT NULL,
+    queue text NOT NULL,
+    args json NOT NULL,
+    kwargs json NOT NULL,
+    priority integer NOT NULL DEFAULT 0,
+    state text NOT NULL DEFAULT 'queued'::text,
+    attempt integer NOT NULL DEFAULT 0,
+    max_attempts integer NOT NULL,
+    crash_count integer NOT NULL DEFAULT 0,
+    max_crashes integer NOT NULL,
+    idempotent boolean NOT NULL,
+    run_at timestamp with time zone NOT NULL DEFAULT now(),
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    worker_id uuid,
+    lease_expires_at timestamp with time zone,
+    last_error text,
+    dead_reason text,
+    result json,
+    CONSTRAINT jobs_attempt_check CHECK (((attempt >= 0) AND (crash_count >= 0))),
+    CONSTRAINT jobs_dead_reason_check CHECK (((state = 'dead'::text) = (dead_reason IS NOT NULL))),
+    CONSTRAINT jobs_pkey PRIMARY KEY (id),
+    CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'dead'::text, 'cancelled'::text])))
+) WITH (autovacuum_analyze_scale_factor=0.02, autovacuum_vacuum_cost_delay=1, autovacuum_vacuum_insert_scale_factor=0.05, autovacuum_vacuum_scale_factor=0.02, fillfactor=80);
+
+CREATE TABLE schema_migrations (
+    version text NOT NULL,
+    applied_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT schema_migrations_pkey PRIMARY KEY (version)
+);
+
+CREATE TABLE workers (
+    id uuid NOT NULL,
+    workgroup_instance uuid,
+    worker_label text,
+    pid integer NOT NULL,
+    hostname text NOT NULL,
+    queues text[] NOT NULL,
+    started_at timestamp with time zone NOT NULL DEFAULT now(),
+    last_seen_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT workers_pkey PRIMARY KEY (id)
+) WITH (autovacuum_vacuum_scale_factor=0.05, fillfactor=70);
+
+CREATE INDEX jobs_claim_idx ON jobs USING btree (queue, priority, run_at, id) WHERE (state = 'queued'::text);
+
+CREATE INDEX jobs_prune_idx ON jobs USING btree (finished_at) WHERE (state = 'succeeded'::text);
+
+CREATE INDEX jobs_running_idx ON jobs USING btree (worker_id) WHERE (state = 'running'::text);
+
+CREATE INDEX workers_wg_lookup_idx ON workers USING btree (workgroup_instance, worker_label, last_seen_at DESC) WHERE (workgroup_instance IS NOT NULL);
+
+CREATE OR REPLACE FUNCTION crash_outcome(crash_count integer, max_crashes integer, idempotent boolean)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT CASE
+        WHEN crash_count + 1 >= max_crashes THEN 'poison'
+        WHEN idempotent THEN 'queued'
+        ELSE 'crashed'
+    END
+$function$;
+
+CREATE OR REPLACE FUNCTION notify_enqueued()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    PERFORM pg_notify(left('taskq_' || TG_TABLE_SCHEMA, 63), q.queue)
+    FROM (SELECT DISTINCT queue FROM new_jobs WHERE run_at <= now()) AS q;
+    RETURN NULL;
+END
+$function$;
+
+CREATE TRIGGER jobs_notify_enqueued AFTER INSERT ON jobs REFERENCING NEW TABLE AS new_jobs FOR EACH STATEMENT EXECUTE FUNCTION notify_enqueued();

@@ -1,0 +1,65 @@
+-- The SQLite schema that taskq's migrations build from zero: a generated snapshot
+-- to read, not to apply. Regenerate with `make schema` after changing a migration.
+
+CREATE TABLE actors (
+    name         TEXT    PRIMARY KEY,
+    queue        TEXT    NOT NULL,
+    max_attempts INTEGER NOT NULL,
+    max_crashes  INTEGER NOT NULL,
+    idempotent   INTEGER NOT NULL,
+    cpu_bound    INTEGER NOT NULL,
+    timeout      REAL,
+    extra        TEXT    NOT NULL DEFAULT '{}',
+    updated_at   REAL    NOT NULL
+);
+
+CREATE TABLE jobs (
+    id               TEXT    PRIMARY KEY,
+    actor            TEXT    NOT NULL,
+    queue            TEXT    NOT NULL,
+    args             TEXT    NOT NULL,
+    kwargs           TEXT    NOT NULL,
+    priority         INTEGER NOT NULL DEFAULT 0,
+    state            TEXT    NOT NULL DEFAULT 'queued'
+        CHECK (state IN ('queued', 'running', 'succeeded', 'dead', 'cancelled')),
+    attempt          INTEGER NOT NULL DEFAULT 0 CHECK (attempt >= 0),
+    max_attempts     INTEGER NOT NULL,
+    crash_count      INTEGER NOT NULL DEFAULT 0 CHECK (crash_count >= 0),
+    max_crashes      INTEGER NOT NULL,
+    idempotent       INTEGER NOT NULL,
+    run_at           REAL    NOT NULL,
+    created_at       REAL    NOT NULL,
+    started_at       REAL,
+    finished_at      REAL,
+    worker_id        TEXT,
+    lease_expires_at REAL,
+    last_error       TEXT,
+    dead_reason      TEXT,
+    result           TEXT,
+    CHECK ((state = 'dead') = (dead_reason IS NOT NULL))
+);
+
+CREATE TABLE schema_migrations (
+    version    TEXT PRIMARY KEY,
+    applied_at REAL NOT NULL
+);
+
+CREATE TABLE workers (
+    id                 TEXT    PRIMARY KEY,
+    workgroup_instance TEXT,
+    worker_label       TEXT,
+    pid                INTEGER NOT NULL,
+    hostname           TEXT    NOT NULL,
+    queues             TEXT    NOT NULL,  -- JSON array of queue names
+    started_at         REAL    NOT NULL,
+    last_seen_at       REAL    NOT NULL
+);
+
+CREATE INDEX jobs_claim_idx ON jobs (queue, priority, run_at, id) WHERE state = 'queued';
+
+CREATE INDEX jobs_prune_idx ON jobs (finished_at) WHERE state = 'succeeded';
+
+CREATE INDEX jobs_running_idx ON jobs (worker_id) WHERE state = 'running';
+
+CREATE INDEX workers_wg_lookup_idx ON workers (workgroup_instance, worker_label, last_seen_at DESC)
+    WHERE workgroup_instance IS NOT NULL;
