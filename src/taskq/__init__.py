@@ -15,8 +15,14 @@ Layout (see docs/architecture.md for the picture):
 * ``exceptions`` every error, rooted at ``TaskqError``
 """
 
-from .client import AsyncClient, Client
-from .exceptions import (
+# First, before anything heavy is imported: a workgroup child whose supervisor already
+# died exits here, and asks the kernel to stop it when the supervisor dies later.
+from .parentdeath import guard as _guard_parent
+
+_guard_parent()
+
+from .client import AsyncClient, Client  # noqa: E402
+from .exceptions import (  # noqa: E402
     ActorConfigDrift,
     ActorError,
     ActorNotFound,
@@ -33,8 +39,8 @@ from .exceptions import (
     StoreUnavailable,
     TaskqError,
 )
-from .jobs import DeadReason, Job, JobState
-from .registry import Actor, Registry, RetryBackoff
+from .jobs import DeadReason, Job, JobState  # noqa: E402
+from .registry import Actor, Registry, RetryBackoff  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -436,3 +436,47 @@ def test_health_query_failures_are_tolerated_up_to_the_limit(
     assert scheduled["reason"] == "unhealthy"
     assert wg.started_pid("api", nth=2) != first
     assert wg.stop() == 0
+
+
+def _session_members(sid: int) -> set[int]:
+    """Living (non-zombie) processes in session ``sid``: the supervisor and its children."""
+    members = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[3]) == sid:  # state, ppid, pgrp, session
+            members.add(int(entry.name))
+    return members
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.1, 0.3, 1.0])
+async def test_supervisor_sigkilled_early_leaves_no_orphan(
+    target, store, tmp_path: Path, workgroups, delay: float
+) -> None:
+    """SIGKILL the supervisor `delay` seconds after it spawned its first child, while the
+    children are still starting (importing): each child was told its supervisor's pid, so
+    it exits at once (already orphaned) or gets SIGTERM from the kernel; none lives on
+    under init claiming jobs."""
+    config = write_config(
+        tmp_path / "wg.toml",
+        FAST.format(grace=5) + '[[workers]]\nname = "api"\n[[workers]]\nname = "batch"\n',
+    )
+    wg = workgroups(config, target.env)
+    sid = wg.proc.pid  # the harness starts it in its own session; children stay in it
+    children = await in_thread(
+        wait_until, lambda: _session_members(sid) - {sid}, timeout=30, what="a child"
+    )
+    await asyncio.sleep(delay)  # the scenario itself: how early the supervisor dies
+    wg.signal(signal.SIGKILL)
+    await in_thread(wg.wait_exit)
+
+    await in_thread(
+        wait_until,
+        lambda: not _session_members(sid),
+        timeout=10,
+        what=f"no child of the SIGKILLed supervisor to survive (first seen: {children})",
+    )

@@ -21,6 +21,7 @@ import asyncio
 import dataclasses
 import os
 
+from .. import parentdeath
 from ..exceptions import TaskqError
 from ..logs import get_logger
 from . import exit_codes, signals
@@ -34,7 +35,10 @@ MIDDLEWARE_ENV = "TASKQ_WORKER_MIDDLEWARE"
 
 def run(config: WorkerConfig) -> int:
     """Run a worker process to the end; return its exit code."""
-    parent = os.getppid()
+    # a workgroup child was told its supervisor's pid (``import taskq`` already checked
+    # it and set the parent-death signal); a child started by hand watches whoever
+    # started it
+    parent = parentdeath.expected_parent() or os.getppid()
     if config.workgroup_instance is not None:
         signals.set_parent_death_signal()
     extra = tuple(r.strip() for r in os.environ.get(MIDDLEWARE_ENV, "").split(",") if r.strip())

@@ -5,25 +5,23 @@
 * A workgroup child (``--workgroup-instance``) must not outlive its supervisor: on Linux
   ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` makes the kernel send SIGTERM when the parent
   dies, and ``watch_parent`` also polls ``os.getppid()`` (a change means the parent is
-  gone: graceful shutdown) for the platforms and the race prctl does not cover.
+  gone: graceful shutdown) for the platforms prctl does not cover. The race of a
+  supervisor dying before the child set prctl is closed by ``taskq.parentdeath``, which
+  runs first at ``import taskq`` and compares with the pid the supervisor passed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
 import os
 import signal
 import sys
 from collections.abc import Callable
 
+from .. import parentdeath
 from ..logs import get_logger
 
 log = get_logger(__name__)
-
-PR_SET_PDEATHSIG = 1
-
 
 def install(
     loop: asyncio.AbstractEventLoop,
@@ -51,12 +49,9 @@ def set_parent_death_signal() -> bool:
     """Ask the kernel for SIGTERM when our parent dies (Linux only). True if set."""
     if not sys.platform.startswith("linux"):
         return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
-    except OSError as exc:
-        log.warning("parent-death-signal-unavailable", error=str(exc))
+    why_not = parentdeath.set_parent_death_signal(signal.SIGTERM)
+    if why_not is not None:
+        log.warning("parent-death-signal-unavailable", error=why_not)
         return False
     return True
 

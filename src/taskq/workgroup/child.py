@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from uuid import UUID
 
+from ..parentdeath import SUPERVISOR_PID_ENV
 from ..restart import RestartPolicy
 from .config import SupervisorConfig, WorkerSpec, health_socket_path
 
@@ -109,6 +110,8 @@ def build_command(
     env = dict(os.environ if base_env is None else base_env)
     env["TASKQ_LOG_FORMAT"] = "json"  # the pumps parse it and re-emit in our format
     env["PYTHONUNBUFFERED"] = "1"  # a crash never strands output in a buffer
+    # the child checks its parent against this before anything else (taskq.parentdeath)
+    env[SUPERVISOR_PID_ENV] = str(os.getpid())
     return ChildCommand(tuple(argv), env, socket_path)
 
 
