@@ -23,6 +23,7 @@ from ..logs import get_logger
 
 log = get_logger(__name__)
 
+
 def install(
     loop: asyncio.AbstractEventLoop,
     *,
