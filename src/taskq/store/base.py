@@ -86,6 +86,11 @@ class Store(Protocol):
     async def cancel_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
         """Queued jobs -> cancelled. Returns the ids that moved."""
 
+    async def advance_next_scheduled(self, queues: Sequence[str]) -> list[UUID]:
+        """Make the queued jobs with the earliest future ``run_at`` on ``queues`` due now
+        (``taskq.testing.drain`` jumping to the next scheduled moment). Returns their ids
+        ([] when no job on those queues waits for a later time)."""
+
     async def actor_configs(self) -> dict[str, ActorConfig]:
         """Actor configuration recorded by workers (enqueue by name uses it)."""
 

@@ -243,6 +243,12 @@ class PostgresStore:
         if old is not None:
             await old.close()
 
+    async def drop_schema(self) -> None:
+        """Drop this store's schema and all its tables (``taskq.testing``: a throwaway
+        schema per test). Not part of ``Store``: SQLite's test stores are files."""
+        async with self._connection() as conn:
+            await conn.execute(sql.SQL(Q["drop_schema"]).format(schema=sql.Identifier(self.schema)))
+
     async def migrate(self) -> list[str]:
         schema = sql.Identifier(self.schema)
         applied_now: list[str] = []
@@ -381,6 +387,12 @@ class PostgresStore:
             return []
         rows = await self._fetchall("cancel_jobs", {"ids": list(job_ids)})
         return [r["id"] for r in rows]
+
+    async def advance_next_scheduled(self, queues: Sequence[str]) -> list[UUID]:
+        if not queues:
+            return []
+        rows = await self._fetchall("advance_next_scheduled", {"queues": list(queues)})
+        return [r[0] for r in rows]
 
     async def actor_configs(self) -> dict[str, ActorConfig]:
         rows = await self._fetchall("actor_configs")

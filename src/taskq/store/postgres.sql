@@ -8,6 +8,10 @@
 -- description: Create the taskq schema (migrate, under the migration lock).
 CREATE SCHEMA IF NOT EXISTS {schema};
 
+-- name: drop_schema
+-- description: Drop the taskq schema and everything in it (taskq.testing's per-test schemas).
+DROP SCHEMA IF EXISTS {schema} CASCADE;
+
 -- name: use_schema
 -- description: Point this migration transaction at the taskq schema.
 SET LOCAL search_path = {schema};
@@ -129,6 +133,18 @@ FROM moved;
 UPDATE jobs SET state = 'cancelled', finished_at = now()
 WHERE id = ANY(%(ids)s::uuid[]) AND state = 'queued'
 RETURNING id;
+
+-- name: advance_next_scheduled
+-- description: Make the queued jobs with the earliest future run_at on these queues due
+-- now (the clock jump of taskq.testing.drain). Returns their ids.
+WITH next AS (
+    SELECT min(run_at) AS at FROM jobs
+    WHERE state = 'queued' AND queue = ANY(%(queues)s::text[]) AND run_at > now()
+)
+UPDATE jobs SET run_at = now()
+FROM next
+WHERE jobs.state = 'queued' AND jobs.queue = ANY(%(queues)s::text[]) AND jobs.run_at = next.at
+RETURNING jobs.id;
 
 -- name: actor_configs
 -- description: Every recorded actor configuration.

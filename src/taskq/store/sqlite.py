@@ -373,6 +373,16 @@ class SqliteStore:
             return []
         return await self._run(self._moved_ids, "cancel_jobs", job_ids)
 
+    async def advance_next_scheduled(self, queues: Sequence[str]) -> list[UUID]:
+        if not queues:
+            return []
+        params = {"queues": json.dumps(list(queues)), "now": time.time()}
+        rows = await self._run(
+            self._write,
+            lambda: self._db.execute(Q["advance_next_scheduled"], params).fetchall(),
+        )
+        return [UUID(r[0]) for r in rows]
+
     def _actor_configs(self) -> dict[str, ActorConfig]:
         rows = self._db.execute(Q["actor_configs"])
         return {r["name"]: CODEC.actor_config(r) for r in rows}

@@ -94,6 +94,16 @@ UPDATE jobs SET state = 'cancelled', finished_at = :now
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'queued'
 RETURNING id;
 
+-- name: advance_next_scheduled
+-- description: Make the queued jobs with the earliest future run_at on these queues due
+-- now (the clock jump of taskq.testing.drain). Returns their ids.
+UPDATE jobs SET run_at = :now
+WHERE state = 'queued' AND queue IN (SELECT value FROM json_each(:queues))
+  AND run_at = (SELECT min(run_at) FROM jobs
+                WHERE state = 'queued' AND queue IN (SELECT value FROM json_each(:queues))
+                  AND run_at > :now)
+RETURNING id;
+
 -- name: actor_configs
 -- description: Every recorded actor configuration.
 SELECT name, queue, max_attempts, max_crashes, idempotent, cpu_bound, timeout, extra

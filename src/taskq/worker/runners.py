@@ -43,17 +43,24 @@ class _Plan:
 
 
 class Executor:
+    """``cpu=None`` runs cpu_bound actors in threads like sync ones (``taskq.testing``'s
+    inline drain: the test's process, no pool)."""
+
     def __init__(
-        self, registry: Registry, threads: ThreadRunner, cpu: CpuRunner, result_max_bytes: int
+        self,
+        registry: Registry,
+        threads: ThreadRunner,
+        cpu: CpuRunner | None,
+        result_max_bytes: int,
     ) -> None:
         self._threads = threads
         self._cpu = cpu
         self._result_max_bytes = result_max_bytes
-        self._plans: dict[str, _Plan] = {a.name: self._plan(a) for a in registry}
+        self._plans: dict[str, _Plan] = {a.name: self._plan(a, cpu is not None) for a in registry}
 
     @staticmethod
-    def _plan(actor: AnyActor) -> _Plan:
-        kind = CPU if actor.cpu_bound else ASYNC if actor.is_async else SYNC
+    def _plan(actor: AnyActor, pool: bool) -> _Plan:
+        kind = CPU if actor.cpu_bound and pool else ASYNC if actor.is_async else SYNC
         finished = {k.value: metrics.jobs_finished.labels(actor.name, k.value) for k in OutcomeKind}
         finished["given_back"] = metrics.jobs_finished.labels(actor.name, "given_back")
         return _Plan(actor, kind, metrics.job_duration.labels(actor.name), finished)
@@ -76,6 +83,7 @@ class Executor:
         started = time.perf_counter()
         result: Outcome | None
         if plan.kind == CPU:
+            assert self._cpu is not None  # no CPU plans without a pool
             result = await self._cpu.run(job, plan.actor, self._result_max_bytes)
         else:
             result = await self._run_here(job, plan)

@@ -1,0 +1,189 @@
+"""taskq.testing used the way an application's own test module uses it: the
+``taskq_client`` fixture (the pytest11 plugin), ``assert_enqueued`` and ``drain``, on
+both stores (``taskq_dsn`` is overridden here to run each test on SQLite and Postgres)."""
+
+from __future__ import annotations
+
+import pytest
+
+import taskq
+from taskq.testing import (
+    assert_enqueued,
+    assert_enqueued_async,
+    assert_not_enqueued,
+    drain,
+    drain_async,
+)
+from tests.conftest import StoreTarget
+
+registry = taskq.Registry()
+calls: list[str] = []
+
+
+@registry.actor(queue="mail")
+def send_welcome(address: str) -> str:
+    calls.append(address)
+    return f"sent to {address}"
+
+
+@registry.actor(queue="mail", max_attempts=3, retry_backoff=taskq.RetryBackoff(initial=30.0))
+def flaky(n: int) -> None:
+    calls.append(f"flaky {n}")
+    raise ValueError(f"boom {n}")
+
+
+@registry.actor(max_attempts=3)
+async def fails_twice(key: str) -> str:
+    calls.append(key)
+    if calls.count(key) < 3:
+        raise RuntimeError("not yet")
+    return "third time"
+
+
+@registry.actor
+def fan_out(count: int) -> None:
+    with taskq.Client() as client:  # the application's own client: TASKQ_DSN from the fixture
+        for i in range(count):
+            client.enqueue(send_welcome, f"user{i}@example.com")
+
+
+@registry.actor(cpu_bound=True)
+def crunch(n: int) -> int:
+    calls.append(f"crunch {n}")  # runs in this process: the list is the test's own
+    return n * n
+
+
+@pytest.fixture
+def taskq_registry() -> taskq.Registry:
+    return registry
+
+
+@pytest.fixture
+def taskq_dsn(target: StoreTarget, pg_dsn: str) -> str:
+    return target.dsn  # SQLite: a file in tmp_path; Postgres: the fixture adds a schema
+
+
+@pytest.fixture(autouse=True)
+def _fresh_calls() -> None:
+    calls.clear()
+
+
+def test_assert_enqueued_matches_actor_args_and_queue(taskq_client: taskq.Client) -> None:
+    taskq_client.enqueue(send_welcome, "ada@example.com")
+    taskq_client.enqueue_with(send_welcome, ["bob@example.com"], queue="urgent")
+
+    (job,) = assert_enqueued(send_welcome, args=["ada@example.com"], queue="mail")
+    assert job.args == ["ada@example.com"]
+    assert_enqueued("send_welcome", args=("bob@example.com",), queue="urgent")
+    assert_enqueued(send_welcome, count=2)
+    assert_not_enqueued(send_welcome, args=["eve@example.com"])
+    with pytest.raises(AssertionError, match=r"found 0\. Jobs of 'send_welcome' there: mail"):
+        assert_enqueued(send_welcome, args=["eve@example.com"])
+    with pytest.raises(AssertionError, match="expected exactly 3 job"):
+        assert_enqueued(send_welcome, count=3)
+
+
+def test_drain_runs_jobs_inline_in_order_and_reports_them(taskq_client: taskq.Client) -> None:
+    first = taskq_client.enqueue(send_welcome, "ada@example.com")
+    second = taskq_client.enqueue(send_welcome, "bob@example.com")
+
+    runs = drain(taskq_client)
+
+    assert calls == ["ada@example.com", "bob@example.com"]  # in this process, in order
+    assert [(r.job_id, r.outcome, r.state, r.result) for r in runs] == [
+        (first, "succeeded", "succeeded", "sent to ada@example.com"),
+        (second, "succeeded", "succeeded", "sent to bob@example.com"),
+    ]
+    assert taskq_client.get(first).state == "succeeded"
+    assert drain(taskq_client) == []
+
+
+def test_drain_applies_the_real_retry_rules_until_dead(taskq_client: taskq.Client) -> None:
+    job_id = taskq_client.enqueue(flaky, 7)
+
+    runs = drain(taskq_client)  # the 30 s backoffs are jumped over, not slept
+
+    assert [(r.attempt, r.outcome, r.state) for r in runs] == [
+        (1, "retry", "queued"),
+        (2, "retry", "queued"),
+        (3, "dead", "dead"),
+    ]
+    assert runs[-1].dead_reason == "failed"
+    assert "ValueError: boom 7" in (runs[-1].error or "")
+    job = taskq_client.get(job_id)
+    assert (job.state, job.dead_reason, job.attempts) == ("dead", "failed", 3)
+
+
+def test_drain_without_scheduled_leaves_retries_waiting(taskq_client: taskq.Client) -> None:
+    job_id = taskq_client.enqueue(flaky, 1)
+    later = taskq_client.enqueue_with(send_welcome, ["later@example.com"], delay=3600)
+
+    runs = drain(taskq_client, scheduled=False)
+
+    assert [(r.job_id, r.outcome) for r in runs] == [(job_id, "retry")]
+    assert taskq_client.get(later).state == "queued"
+    assert_enqueued(send_welcome, args=["later@example.com"])
+
+
+def test_drain_runs_jobs_that_jobs_enqueue(taskq_client: taskq.Client) -> None:
+    taskq_client.enqueue(fan_out, 3)
+
+    runs = drain(taskq_client)
+
+    assert [r.actor for r in runs] == ["fan_out"] + ["send_welcome"] * 3
+    assert sorted(calls) == [f"user{i}@example.com" for i in range(3)]
+
+
+def test_drain_one_queue_leaves_the_others(taskq_client: taskq.Client) -> None:
+    taskq_client.enqueue(send_welcome, "ada@example.com")
+    other = taskq_client.enqueue(fails_twice, "k")
+
+    runs = drain(taskq_client, queue="mail")
+
+    assert [r.actor for r in runs] == ["send_welcome"]
+    assert taskq_client.get(other).state == "queued"
+
+
+def test_drain_runs_cpu_bound_and_async_actors_in_this_process(
+    taskq_client: taskq.Client,
+) -> None:
+    taskq_client.enqueue(crunch, 12)
+    taskq_client.enqueue(fails_twice, "key")
+
+    runs = drain(taskq_client)
+
+    by_actor = {(r.actor, r.attempt): (r.outcome, r.result) for r in runs}
+    assert by_actor[("crunch", 1)] == ("succeeded", 144)
+    assert by_actor[("fails_twice", 3)] == ("succeeded", "third time")
+    assert "crunch 12" in calls
+
+
+def test_drain_marks_an_unknown_actor_dead(taskq_client: taskq.Client) -> None:
+    job_id = taskq_client.enqueue_with("nobody_has_this", [1], queue="mail")
+
+    (run,) = drain(taskq_client)
+
+    assert (run.job_id, run.state, run.dead_reason) == (job_id, "dead", "unknown_actor")
+
+
+def test_drain_stops_a_job_that_enqueues_itself_forever(taskq_client: taskq.Client) -> None:
+    taskq_client.enqueue(fan_out, 2)
+    with pytest.raises(AssertionError, match="drain ran 2 jobs and jobs are still queued"):
+        drain(taskq_client, max_runs=2)
+    assert_enqueued(send_welcome, count=1)  # the claimed third job went back, uncharged
+
+
+async def test_async_client_drain_and_assert(taskq_client: taskq.Client) -> None:
+    async with taskq.AsyncClient() as client:  # TASKQ_DSN / TASKQ_SCHEMA: the fixture's
+        job_id = await client.enqueue(fails_twice, "async")
+        await assert_enqueued_async(fails_twice, args=["async"], client=client)
+        runs = await drain_async(client)
+    assert [r.outcome for r in runs] == ["retry", "retry", "succeeded"]
+    assert taskq_client.get(job_id).result == "third time"
+
+
+def test_without_a_client_the_helpers_say_what_to_do() -> None:
+    with pytest.raises(taskq.ConfigError, match="no taskq client"):
+        drain()
+    with pytest.raises(taskq.ConfigError, match="no taskq client"):
+        assert_enqueued(send_welcome)
