@@ -392,7 +392,7 @@ class PostgresStore:
         if not queues:
             return []
         rows = await self._fetchall("advance_next_scheduled", {"queues": list(queues)})
-        return [r[0] for r in rows]
+        return [r["id"] for r in rows]
 
     async def actor_configs(self) -> dict[str, ActorConfig]:
         rows = await self._fetchall("actor_configs")

@@ -381,7 +381,7 @@ class SqliteStore:
             self._write,
             lambda: self._db.execute(Q["advance_next_scheduled"], params).fetchall(),
         )
-        return [UUID(r[0]) for r in rows]
+        return [UUID(r["id"]) for r in rows]
 
     def _actor_configs(self) -> dict[str, ActorConfig]:
         rows = self._db.execute(Q["actor_configs"])
