@@ -21,9 +21,10 @@ Keyword-only extras (defaults are fine in production): ``max_result_bytes`` (def
 payload limit), ``initializer_timeout`` (60 s), ``kill_grace`` (1 s between TERM and KILL
 for a timed-out job), ``env`` (extra environment for the pool processes), and, for tests,
 ``restart_policy`` (a factory of ``RestartPolicy``, one per slot), ``clock`` (the breaker's)
-and ``cgroup_root``. Introspection: ``pids``, ``running_jobs`` (job_id -> pid),
-``processes_alive``, ``generation`` (processes started so far), ``slot_generations()``,
-``breaker_state``.
+and ``cgroup_root``. The same settings as one frozen, self-checking value:
+``ProcessPool(config=PoolConfig(...))``; ``pool.config`` is always set. Introspection:
+``pids``, ``running_jobs`` (job_id -> pid), ``processes_alive``, ``processes_ready``,
+``generation`` (processes started so far), ``slot_generations()``, ``breaker_state``.
 
 What ``run`` raises, and what the worker does with it:
 
@@ -43,13 +44,18 @@ What ``run`` raises, and what the worker does with it:
 ``PoolClosed``                 the pool is closed (or closed while the job ran): give back
 =============================  ===========================================================
 
-Layout: ``pool.py`` (this facade and the slot supervisors), ``slot.py`` (one process:
-spawn, talk, stop, reap), ``child.py`` (the child's main loop and the wire protocol),
-``causes.py`` (naming deaths), ``breaker.py`` (the circuit breaker).
+Layout, one idea a module: ``pool.py`` the facade; ``config.py`` ``PoolConfig``;
+``dispatch.py`` one job from admission to verdict; ``supervisor.py`` the slot supervisor
+(the only owner of slot states, ``slot.py``, and of restarts); ``restarts.py`` when a
+slot may start its next process (breaker, ``RestartPolicy``); ``process.py`` one process: spawn, exchange,
+stop, reap (blocking, run in threads); ``protocol.py`` the messages on the pipe;
+``child.py`` the pool process's main loop; ``causes.py`` naming a death;
+``breaker.py`` the circuit breaker; ``changes.py`` the pool's one wake-up.
 """
 
 from ..exceptions import JobFailed, PayloadUndecodable
 from .breaker import BreakerState
+from .config import PoolConfig
 from .pool import ProcessPool
 
-__all__ = ["BreakerState", "JobFailed", "PayloadUndecodable", "ProcessPool"]
+__all__ = ["BreakerState", "JobFailed", "PayloadUndecodable", "PoolConfig", "ProcessPool"]

@@ -11,6 +11,10 @@ While open, nothing runs: the pool answers ``BreakerOpen`` at once and the worke
 the jobs queued, uncharged. Half-open lets exactly one probe through; everything else
 still gets ``BreakerOpen`` until the probe's verdict. The clock is injectable so the whole
 cycle is tested without sleeping through a cooldown.
+
+``Breaker`` is the state machine alone; ``PoolBreaker`` is the pool's use of it: it
+counts each break in ``taskq_process_pool_breaks_total{cause}``, keeps the
+``taskq_process_pool_breaker_open`` gauge and logs every transition.
 """
 
 from __future__ import annotations
@@ -19,6 +23,13 @@ import enum
 import time
 from collections import deque
 from collections.abc import Callable
+
+from .. import metrics
+from ..logs import get_logger
+from .causes import DeathReport
+from .changes import Changes
+
+log = get_logger(__name__)
 
 
 class BreakerState(enum.Enum):
@@ -119,3 +130,74 @@ class Breaker:
     def probe_abandoned(self) -> None:
         """The probe ended with no verdict (refused, cancelled): let another one try."""
         self._probe_out = False
+
+
+class PoolBreaker:
+    """The pool's breaker with its metrics and logs; every transition notifies ``changes``."""
+
+    def __init__(
+        self, breaker: Breaker, changes: Changes, paused_actors: Callable[[], list[str]]
+    ) -> None:
+        self._breaker = breaker
+        self._changes = changes
+        self._paused_actors = paused_actors
+        self._gauge_on = False
+
+    @property
+    def state(self) -> BreakerState:
+        return self._breaker.state
+
+    @property
+    def refusing(self) -> bool:
+        return self._breaker.refusing
+
+    def admit(self, actor: str, job_id: str | None) -> Admission:
+        admission = self._breaker.admit()
+        if admission is Admission.PROBE:
+            log.warning("process_pool_breaker_half_open", job=actor, job_id=job_id)
+            self._changes.notify()
+        return admission
+
+    def record_break(self, report: DeathReport) -> None:
+        """A process broke (a job's death, a failed initializer): count it; maybe open."""
+        metrics.process_pool_breaks.labels(cause=report.label).inc()
+        breaker = self._breaker
+        if breaker.record_break():
+            log.critical(
+                "process_pool_breaker_open",
+                breaks=breaker.recent_breaks,
+                threshold=breaker.threshold,
+                window=breaker.window,
+                cooldown=breaker.cooldown,
+                last_cause=report.cause,
+                paused_actors=self._paused_actors(),
+            )
+            self._set_gauge(True)
+        self._changes.notify()
+
+    def trip(self) -> None:
+        """Open now (a slot's restart policy gave up)."""
+        if self._breaker.trip():
+            self._set_gauge(True)
+        self._changes.notify()
+
+    def probe_succeeded(self) -> None:
+        self._breaker.probe_succeeded()
+        log.warning("process_pool_breaker_closed")
+        self._set_gauge(False)
+        self._changes.notify()
+
+    def probe_abandoned(self) -> None:
+        self._breaker.probe_abandoned()
+        self._changes.notify()
+
+    def close(self) -> None:
+        """The pool closed: its breaker no longer holds anything back."""
+        self._set_gauge(False)
+
+    def _set_gauge(self, on: bool) -> None:
+        if on and not self._gauge_on:
+            metrics.process_pool_breaker_open.inc()
+        elif not on and self._gauge_on:
+            metrics.process_pool_breaker_open.dec()
+        self._gauge_on = on

@@ -11,6 +11,9 @@ unknown (``-1`` / ``None``), never as an error that hides the death itself.
 * ``dmesg_oom_kills()`` counts recent "killed process" kernel lines where ``dmesg`` is
   readable (the fallback when no cgroup counter is).
 * ``memory_limit_mib()`` is the ``RLIMIT_AS`` soft limit in MiB, ``-1`` if unlimited.
+* ``job_death(...)`` and ``initializer_failure(...)`` put it together into a
+  ``DeathReport``: the sentence for logs and ``last_error``, the metric label, the exit
+  status and the OOM evidence. ``job_death`` may run ``dmesg``: call it from a thread.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -134,3 +138,80 @@ def cause_label(exitcode: int | None, oom_kills: int | None) -> str:
     if exit_code is not None:
         return f"exit_code_{exit_code}"
     return "unknown"
+
+
+InitFailure = Literal["raised", "timeout", "died"]
+
+
+@dataclass(frozen=True, slots=True)
+class DeathReport:
+    """Why a process died, in every form the pool reports it."""
+
+    cause: str  # the sentence for logs and the job's last_error
+    label: str  # the ``cause`` label of ``taskq_process_pool_breaks_total``
+    exit_code: int | None
+    exit_signal: str | None
+    recent_oom_kills: int = -1  # -1: unknown
+    traceback: str | None = None  # an initializer's, when it raised
+
+
+def job_death(
+    *,
+    pid: int | None,
+    exitcode: int | None,
+    actor: str,
+    counter: OomCounter | None,
+    counter_before: int | None,
+) -> DeathReport:
+    """The process running ``actor`` died: OOM kills since the job started (cgroup counter),
+    else recent ones (dmesg), folded into the cause. Blocking (dmesg)."""
+    oom_kills, source = None, "none"
+    if counter is not None and counter_before is not None:
+        after = counter.read()
+        if after is not None:
+            oom_kills, source = after - counter_before, counter.path.name
+    if oom_kills is None:
+        found = dmesg_oom_kills()
+        if found >= 0:
+            oom_kills, source = found, "dmesg"
+    from_cgroup = source not in ("dmesg", "none")
+    exit_code, exit_signal = exit_status(exitcode)
+    cause = describe_death(
+        pid=pid,
+        exitcode=exitcode,
+        actor=actor,
+        oom_kills=oom_kills if from_cgroup else None,
+        oom_source=source,
+    )
+    if source == "dmesg" and oom_kills and exit_signal == "SIGKILL":
+        cause += f" (possibly an OOM kill: dmesg shows {oom_kills} recent OOM kills)"
+    return DeathReport(
+        cause=cause,
+        label=cause_label(exitcode, oom_kills if from_cgroup else None),
+        exit_code=exit_code,
+        exit_signal=exit_signal,
+        recent_oom_kills=-1 if oom_kills is None else oom_kills,
+    )
+
+
+def initializer_failure(
+    *,
+    pid: int | None,
+    exitcode: int | None,
+    how: InitFailure,
+    traceback: str | None = None,
+    timeout: float = 0.0,
+) -> DeathReport:
+    """A new process failed before it took a job: its initializers raised, hung or died."""
+    exit_code, exit_signal = exit_status(exitcode)
+    if how == "raised":
+        last_line = traceback.rstrip().splitlines()[-1] if traceback else ""
+        cause = f"process {pid}: an initializer raised {last_line}"
+        label = "initializer_failed"
+    elif how == "timeout":
+        cause = f"process {pid}: the initializers did not finish within {timeout}s; killed"
+        label = "initializer_timeout"
+    else:
+        cause = describe_death(pid=pid, exitcode=exitcode, actor="its initializers", oom_kills=None)
+        label = cause_label(exitcode, None)
+    return DeathReport(cause, label, exit_code, exit_signal, traceback=traceback)

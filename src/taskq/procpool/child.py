@@ -1,16 +1,7 @@
 """The main loop of one pool process (runs in the child, started by forkserver or spawn).
 
-Protocol over one ``multiprocessing`` Pipe (tuples of str/int only; the payload and the
-result stay JSON text end to end, never pickled objects of the user's)::
-
-    child  -> parent  ("ready", pid, memory_limit_mib)      initializers done
-    child  -> parent  ("init_failed", traceback_text)       an initializer raised; then exit 70
-    parent -> child   ("run", seq, actor, args_json, kwargs_json, max_result_bytes)
-    child  -> parent  ("started", seq, memory_limit_mib)     the job was received
-    child  -> parent  ("ok", seq, result_json)
-    child  -> parent  ("error", seq, type, message, traceback_text)   the job raised
-    child  -> parent  ("result_error", seq, message)         the result could not be returned
-    child  -> parent  ("undecodable", seq, message)          the payload is not valid JSON
+It speaks the messages of ``protocol.py``: ``Ready`` (or ``InitFailed``) once, then for
+each ``Run`` a ``Started`` and exactly one reply.
 
 Anything that is not an ``Exception`` (``SystemExit``, a signal, a segfault) ends the
 process: the parent sees the death and names it. The child never outlives its worker:
@@ -35,6 +26,17 @@ from typing import Any
 from ..logs import configure, get_logger
 from ..registry import Registry, load_registry
 from .causes import memory_limit_mib
+from .protocol import (
+    InitFailed,
+    JobReply,
+    Raised,
+    Ready,
+    ResultNotSent,
+    Returned,
+    Run,
+    Started,
+    Undecodable,
+)
 
 INIT_FAILED_EXIT_CODE = 70
 _PR_SET_PDEATHSIG = 1
@@ -98,52 +100,44 @@ def _decode(args_json: str, kwargs_json: str) -> tuple[list[Any], dict[str, Any]
     return args, kwargs
 
 
-def _run_one(conn: Connection, registry: Registry, message: tuple[Any, ...]) -> None:
-    _tag, seq, actor_name, args_json, kwargs_json, max_result_bytes = message
-    conn.send(("started", seq, memory_limit_mib()))
+def _run_one(registry: Registry, job: Run) -> JobReply:
     try:
-        args, kwargs = _decode(args_json, kwargs_json)
+        args, kwargs = _decode(job.args_json, job.kwargs_json)
     except ValueError as exc:  # json.JSONDecodeError is a ValueError
-        conn.send(("undecodable", seq, f"payload of {actor_name!r} cannot be decoded: {exc}"))
-        return
+        return Undecodable(job.seq, f"payload of {job.actor!r} cannot be decoded: {exc}")
     try:
-        actor = registry.get(actor_name)
+        actor = registry.get(job.actor)
         value = actor.fn(*args, **kwargs)
     except Exception as exc:
-        conn.send(("error", seq, type(exc).__qualname__, str(exc), traceback.format_exc()))
-        return
+        return Raised(job.seq, type(exc).__qualname__, str(exc), traceback.format_exc())
     try:
         result_json = _encoder.encode(value)
     except Exception as exc:
-        conn.send(
-            (
-                "result_error",
-                seq,
-                f"the result of {actor_name!r} could not be returned: "
-                f"not JSON-serialisable: {type(exc).__name__}: {exc}",
-            )
+        return ResultNotSent(
+            job.seq,
+            f"the result of {job.actor!r} could not be returned: "
+            f"not JSON-serialisable: {type(exc).__name__}: {exc}",
         )
-        return
-    if len(result_json) > max_result_bytes:  # characters <= bytes: a cheap first check
+    if len(result_json) > job.max_result_bytes:  # characters <= bytes: a cheap first check
         size = len(result_json.encode())
-        if size > max_result_bytes:
-            conn.send(
-                (
-                    "result_error",
-                    seq,
-                    f"the result of {actor_name!r} is {size} bytes, "
-                    f"over the pool's result limit of {max_result_bytes} bytes",
-                )
+        if size > job.max_result_bytes:
+            return ResultNotSent(
+                job.seq,
+                f"the result of {job.actor!r} is {size} bytes, "
+                f"over the pool's result limit of {job.max_result_bytes} bytes",
             )
-            return
+    return Returned(job.seq, result_json)
+
+
+def _serve(conn: Connection, registry: Registry, job: Run) -> None:
+    conn.send(Started(job.seq, memory_limit_mib()))
+    reply = _run_one(registry, job)
     try:
-        conn.send(("ok", seq, result_json))
+        conn.send(reply)
     except MemoryError as exc:
         conn.send(
-            (
-                "result_error",
-                seq,
-                f"the result of {actor_name!r} could not be returned: MemoryError: {exc}",
+            ResultNotSent(
+                job.seq, f"the result of {job.actor!r} could not be returned: MemoryError: {exc}"
             )
         )
 
@@ -163,16 +157,17 @@ def main(
         registry = load_registry(registry_ref)
         _run_initializers(registry)
     except Exception:
-        conn.send(("init_failed", traceback.format_exc()))
+        conn.send(InitFailed(traceback.format_exc()))
         conn.close()
         os._exit(INIT_FAILED_EXIT_CODE)
-    conn.send(("ready", os.getpid(), memory_limit_mib()))
+    conn.send(Ready(os.getpid(), memory_limit_mib()))
     while True:
         try:
             message = conn.recv()
         except (EOFError, OSError):
             return  # the worker closed the pipe or died
-        if message[0] == "run":
-            _run_one(conn, registry, message)
-        elif message[0] == "stop":
-            return
+        match message:
+            case Run() as job:
+                _serve(conn, registry, job)
+            case _:
+                return  # not ours to answer: exit, the pool sees the death

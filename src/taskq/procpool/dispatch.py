@@ -1,0 +1,264 @@
+"""Running one job in the pool: admission, a slot, the exchange, and the verdict.
+
+``Dispatcher.run`` checks the payload, asks the breaker, leases an idle slot from the
+slot supervisor, sends the job and turns the verdict into a result or one of the errors
+listed in the package docstring. A process that dies before it acknowledged the job
+(``Started``) does not charge it: the job goes to another slot, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import NoReturn
+
+from ..exceptions import (
+    BreakerOpen,
+    JobFailed,
+    JobTimedOut,
+    PayloadTooLarge,
+    PayloadUndecodable,
+    PoolClosed,
+    ProcessDied,
+)
+from ..logs import get_logger
+from . import causes
+from .breaker import Admission, BreakerState, PoolBreaker
+from .changes import Changes
+from .config import PoolConfig
+from .protocol import (
+    Died,
+    Exchanged,
+    Garbled,
+    Raised,
+    ResultNotSent,
+    Returned,
+    Run,
+    TimedOut,
+    Undecodable,
+)
+from .slot import Slot
+from .supervisor import SlotSupervisor
+
+log = get_logger(__name__)
+
+
+@dataclass(slots=True)
+class Job:
+    """One call of ``run``, and the facts of the process it was dispatched to."""
+
+    actor: str
+    args_json: str
+    kwargs_json: str
+    job_id: str | None
+    attempt: int | None
+    timeout: float | None
+    # set at dispatch: the slot moves on to a new process before a death is reported
+    slot: Slot | None = None
+    reaped: asyncio.Future[int | None] | None = None
+    pool_generation: int = 0  # processes the pool had started
+    slot_generation: int = 0
+    pid: int | None = None
+    memory_limit_mib: int = -1
+    oom_counter: causes.OomCounter | None = None
+    oom_before: int | None = None
+
+    def payload_bytes(self) -> int:
+        return len(self.args_json.encode()) + len(self.kwargs_json.encode())
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        config: PoolConfig,
+        slots: SlotSupervisor,
+        breaker: PoolBreaker,
+        changes: Changes,
+        executor: ThreadPoolExecutor,
+    ) -> None:
+        self._config = config
+        self._slots = slots
+        self._breaker = breaker
+        self._changes = changes
+        self._executor = executor
+        self._seq = itertools.count(1)
+        self.running: dict[str, Job] = {}  # job_id -> the job, while its process runs it
+
+    async def run(self, job: Job) -> str:
+        self._check_payload(job)
+        admission = self._breaker.admit(job.actor, job.job_id)
+        if admission is Admission.REFUSED:
+            raise BreakerOpen()
+        probe = admission is Admission.PROBE
+        settled = False  # the probe reached a verdict (a break re-opened the breaker itself)
+        try:
+            for try_number in (1, 2):
+                slot = await self._acquire(probe)
+                exchanged = await self._exchange(slot, job)
+                if (
+                    isinstance(exchanged.verdict, Died)
+                    and exchanged.started is None
+                    and try_number == 1
+                    and not self._slots.closing
+                ):
+                    self._lost_before_start(slot, job)  # not this job's doing: another slot
+                    continue
+                settled = True
+                return await self._conclude(slot, job, exchanged, probe)
+            raise AssertionError("unreachable")  # pragma: no cover
+        finally:
+            if probe and not settled:
+                self._breaker.probe_abandoned()
+
+    def _check_payload(self, job: Job) -> None:
+        limit = self._config.max_payload_bytes
+        if (len(job.args_json) + len(job.kwargs_json)) * 4 <= limit:  # UTF-8: <= 4 bytes/char
+            return
+        size = job.payload_bytes()
+        if size > limit:
+            raise PayloadTooLarge(
+                f"payload of {job.actor!r} is {size} bytes, over the process "
+                f"pool's limit of {limit} bytes"
+            )
+
+    async def _acquire(self, probe: bool) -> Slot:
+        while True:
+            if self._slots.closing:
+                raise PoolClosed()
+            if probe and self._breaker.state is BreakerState.OPEN:
+                raise BreakerOpen("the process pool's breaker re-opened before the probe ran")
+            if not probe and self._breaker.refusing:
+                raise BreakerOpen()
+            slot = self._slots.take_idle()
+            if slot is not None:
+                return slot
+            await self._changes.wait()
+
+    async def _exchange(self, slot: Slot, job: Job) -> Exchanged:
+        job.slot, job.reaped, job.pid = slot, slot.reaped, slot.pid
+        job.pool_generation, job.slot_generation = self._slots.generation, slot.generation
+        job.memory_limit_mib, job.oom_counter = slot.memory_limit_mib, slot.oom_counter
+        job.oom_before = slot.oom_counter.read() if slot.oom_counter is not None else None
+        message = Run(
+            next(self._seq), job.actor, job.args_json, job.kwargs_json, self._config.result_limit
+        )
+        if job.job_id is not None:
+            self.running[job.job_id] = job
+        try:
+            exchanged = await self._slots.exchange(slot, message, job.timeout)
+        finally:
+            if job.job_id is not None and self.running.get(job.job_id) is job:
+                del self.running[job.job_id]
+        if exchanged.started is not None:
+            job.memory_limit_mib = exchanged.started.memory_limit_mib
+        return exchanged
+
+    async def _conclude(self, slot: Slot, job: Job, exchanged: Exchanged, probe: bool) -> str:
+        """Turn the verdict into the result, or raise; hand the slot back or retire it."""
+        match exchanged.verdict:
+            case Died():  # dying already: let it finish exiting so its status is its own
+                self._slots.retire(slot, "died", failure=True, hard=False)
+                await self._report_death(job)
+            case TimedOut():
+                self._slots.retire(slot, "timeout", failure=False, hard=True)
+                log.warning(
+                    "process_pool_job_timed_out",
+                    job=job.actor,
+                    job_id=job.job_id,
+                    timeout=job.timeout,
+                    pid=job.pid,
+                )
+                assert job.reaped is not None
+                await asyncio.shield(job.reaped)  # gone before anyone may run the job again
+                self._probe_verdict(probe)
+                raise JobTimedOut(
+                    f"{job.actor} ran past its timeout of {job.timeout}s; its process "
+                    f"{job.pid} was killed and replaced"
+                )
+            case Garbled(detail=detail):
+                self._slots.retire(slot, "protocol", failure=True, hard=True)
+                self._probe_verdict(probe)
+                raise JobFailed(f"pool process {job.pid}: {detail}", error_type="ProtocolError")
+            case reply:
+                # the process survived the job: the slot did real work
+                self._slots.job_survived(slot)
+                self._probe_verdict(probe)
+                return _result(reply)
+
+    def _probe_verdict(self, probe: bool) -> None:
+        if probe:  # a break re-opened the breaker itself, in record_break
+            self._breaker.probe_succeeded()
+
+    def _lost_before_start(self, slot: Slot, job: Job) -> None:
+        log.warning(
+            "process_pool_process_lost",
+            pid=slot.pid,
+            slot=slot.index,
+            job=job.actor,
+            job_id=job.job_id,
+            detail="the process died before it took the job; trying another one",
+        )
+        self._slots.retire(slot, "died", failure=True, hard=False)
+
+    async def _report_death(self, job: Job) -> NoReturn:
+        """The process running ``job`` died: name the cause, log, count, raise ProcessDied."""
+        assert job.reaped is not None and job.slot is not None
+        exitcode = await asyncio.shield(job.reaped)
+        if self._slots.closing:
+            raise PoolClosed("the process pool was closed while the job ran")
+        loop = asyncio.get_running_loop()
+        report = await loop.run_in_executor(
+            self._executor,
+            lambda: causes.job_death(
+                pid=job.pid,
+                exitcode=exitcode,
+                actor=job.actor,
+                counter=job.oom_counter,
+                counter_before=job.oom_before,
+            ),
+        )
+        log.error(
+            "process_pool_broken",
+            job=job.actor,
+            job_id=job.job_id,
+            attempt=job.attempt,
+            payload_bytes=job.payload_bytes(),
+            pool_generation=job.pool_generation,
+            slot=job.slot.index,
+            slot_generation=job.slot_generation,
+            worker_memory_limit_mib=job.memory_limit_mib,
+            recent_oom_kills=report.recent_oom_kills,
+            exit_signal=report.exit_signal,
+            exit_code=report.exit_code,
+            pid=job.pid,
+            cause=report.cause,
+        )
+        self._breaker.record_break(report)
+        raise ProcessDied(
+            report.cause,
+            cause=report.cause,
+            exit_code=report.exit_code,
+            exit_signal=report.exit_signal,
+            pid=job.pid,
+        )
+
+
+def _result(reply: object) -> str:
+    """A reply of a job whose process lived on: its result, or the error it stands for."""
+    match reply:
+        case Returned(result_json=result_json):
+            return result_json
+        case Raised(error_type=error_type, message=message, traceback=remote_tb):
+            raise JobFailed(
+                remote_tb.rstrip(),
+                error_type=error_type,
+                error_message=message,
+                remote_traceback=remote_tb,
+            )
+        case ResultNotSent(reason=reason):
+            raise JobFailed(reason, error_type="ResultError", error_message=reason)
+        case Undecodable(message=message):
+            raise PayloadUndecodable(message)
+    raise AssertionError(f"not a job reply: {reply!r}")  # pragma: no cover

@@ -1,0 +1,110 @@
+"""The messages between the pool and one of its processes, over one ``multiprocessing`` Pipe.
+
+Every message is a frozen dataclass of strings and ints: payloads and results stay JSON
+text end to end, the user's objects are never pickled. Both ends read them with
+``match``. ::
+
+    child  -> parent  Ready(pid, memory_limit_mib)        initializers done
+    child  -> parent  InitFailed(traceback)               an initializer raised; exit 70
+    parent -> child   Run(seq, actor, args_json, kwargs_json, max_result_bytes)
+    child  -> parent  Started(seq, memory_limit_mib)      the job was received
+    child  -> parent  Returned(seq, result_json)
+    child  -> parent  Raised(seq, error_type, message, traceback)   the job raised
+    child  -> parent  ResultNotSent(seq, reason)          the job returned, but its result
+                                                          cannot be sent (not JSON, too big)
+    child  -> parent  Undecodable(seq, message)           the payload is not valid JSON
+
+``seq`` numbers the jobs a pool sends; a reply whose ``seq`` is not the one of the job
+in flight is a protocol error (``Garbled``) and its process is replaced. The pool's own
+thread adds the verdicts no child sends: ``Died`` (the process ended without a reply)
+and ``TimedOut`` (the job's timeout passed). A closed pipe tells an idle child to exit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    pid: int
+    memory_limit_mib: int
+
+
+@dataclass(frozen=True, slots=True)
+class InitFailed:
+    traceback: str
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    seq: int
+    actor: str
+    args_json: str
+    kwargs_json: str
+    max_result_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    seq: int
+    memory_limit_mib: int
+
+
+@dataclass(frozen=True, slots=True)
+class Returned:
+    seq: int
+    result_json: str
+
+
+@dataclass(frozen=True, slots=True)
+class Raised:
+    seq: int
+    error_type: str
+    message: str
+    traceback: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResultNotSent:
+    seq: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    seq: int
+    message: str
+
+
+# -- verdicts the parent side adds ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Died:
+    """The process ended (or its pipe broke) before it replied."""
+
+
+@dataclass(frozen=True, slots=True)
+class TimedOut:
+    """No reply within the timeout (of the job, or of the initializers)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Garbled:
+    """A message the protocol does not allow here (wrong type, or a stale ``seq``)."""
+
+    detail: str
+
+
+JobReply = Returned | Raised | ResultNotSent | Undecodable
+Verdict = JobReply | Died | TimedOut | Garbled
+StartReply = Ready | InitFailed | Died | TimedOut | Garbled
+
+
+@dataclass(frozen=True, slots=True)
+class Exchanged:
+    """How one job's exchange ended: the verdict, and the child's ``Started`` if it came."""
+
+    verdict: Verdict
+    started: Started | None

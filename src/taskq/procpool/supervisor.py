@@ -1,0 +1,337 @@
+"""The slot supervisor: the one owner of every slot's state (slot.py) and of its restarts.
+
+Each slot has one task (owned here, awaited by ``close``) that starts a process, waits for
+its initializers, offers it as idle, and once someone retires it stops and reaps it and
+starts the next one when ``RestartGate`` (restarts.py) allows: at once after a recycle, a
+timeout or a cancel; after the slot's own backoff delay after a failure (a death, a
+failed initializer); never while the breaker is open.
+
+Callers (the dispatcher) lease an idle slot with ``take_idle``, talk to its process with
+``exchange``, and end the job with ``job_survived`` or ``retire``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import sys
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.context import ForkServerContext, SpawnContext
+from multiprocessing.process import BaseProcess
+from typing import cast
+
+from .. import metrics
+from ..logs import get_logger
+from . import causes, process
+from .breaker import PoolBreaker
+from .changes import Changes
+from .config import PoolConfig
+from .protocol import Exchanged, InitFailed, Ready, Run, TimedOut
+from .restarts import RestartGate
+from .slot import Retirement, Slot, SlotState, new_reaped
+
+log = get_logger(__name__)
+
+
+class SlotSupervisor:
+    def __init__(
+        self,
+        config: PoolConfig,
+        breaker: PoolBreaker,
+        changes: Changes,
+        executor: ThreadPoolExecutor,
+    ) -> None:
+        self._config = config
+        self._breaker = breaker
+        self._changes = changes
+        self._executor = executor
+        self._ctx = cast(
+            "ForkServerContext | SpawnContext", multiprocessing.get_context(config.start_method)
+        )
+        self.slots: list[Slot] = []
+        self._idle: deque[Slot] = deque()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.closing = False
+        self._close_grace = config.kill_grace
+        self.generation = 0  # processes started so far, all slots together
+        self._gate = RestartGate(
+            breaker,
+            changes,
+            closing=lambda: self.closing,
+            processes_alive=lambda: self.processes_alive,
+        )
+
+    # -- read by the facade -----------------------------------------------------------
+
+    @property
+    def processes_alive(self) -> int:
+        return sum(1 for s in self.slots if s.state is not SlotState.DOWN)
+
+    @property
+    def processes_ready(self) -> int:
+        return sum(1 for s in self.slots if s.state in (SlotState.IDLE, SlotState.BUSY))
+
+    @property
+    def pids(self) -> list[int]:
+        return [s.pid for s in self.slots if s.pid is not None and s.state is not SlotState.DOWN]
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start every slot; returns once each first process is ready (or failed)."""
+        if self._config.start_method == "forkserver":
+            self._ctx.set_forkserver_preload(["taskq.procpool.child"])
+        loop = asyncio.get_running_loop()
+        firsts: list[asyncio.Future[None]] = []
+        for index in range(self._config.processes):
+            slot = Slot(index=index, policy=self._config.restart_policy())
+            self.slots.append(slot)
+            first: asyncio.Future[None] = loop.create_future()
+            firsts.append(first)
+            task = asyncio.create_task(
+                self._supervise(slot, first), name=f"taskq-procpool-slot-{index}"
+            )
+            task.add_done_callback(_supervisor_done)
+            self._tasks.append(task)
+        await asyncio.gather(*firsts)
+
+    async def close(self, grace: float) -> None:
+        """Retire every slot (busy ones get SIGTERM now) and await every slot's task."""
+        self.closing = True
+        self._close_grace = grace
+        for slot in self.slots:
+            busy = slot.state in (SlotState.STARTING, SlotState.BUSY)
+            if busy and slot.process is not None:
+                process.terminate(slot.process)
+            self.retire(slot, "closing", failure=False, hard=slot.state is not SlotState.IDLE)
+        self._changes.notify()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    # -- the dispatcher's side ----------------------------------------------------------
+
+    def take_idle(self) -> Slot | None:
+        """Lease an idle slot (now busy), or None when none is idle."""
+        if not self._idle:
+            return None
+        slot = self._idle.popleft()
+        slot.state = SlotState.BUSY
+        return slot
+
+    async def exchange(self, slot: Slot, message: Run, timeout: float | None) -> Exchanged:
+        """Send one job to the busy ``slot``'s process and wait for the verdict (a thread)."""
+        assert slot.conn is not None and slot.process is not None
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(
+            self._executor, process.exchange, slot.conn, slot.process, message, timeout
+        )
+        slot.exchange = future
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            # the caller gave up on the job (worker shutdown): its process must not go on
+            self.retire(slot, "cancelled", failure=False, hard=True)
+            raise
+
+    def job_survived(self, slot: Slot) -> None:
+        """The process finished a job alive: recycle it by count or memory, or offer it."""
+        slot.tasks_done += 1
+        slot.policy.on_success()  # the slot did real work: its backoff starts afresh
+        reason = None
+        limit, memory = self._config.max_tasks_per_child, self._config.max_memory_per_child_mib
+        if limit is not None and slot.tasks_done >= limit:
+            reason = "max_tasks"
+        elif memory is not None and slot.pid is not None:
+            rss = process.rss_mib(slot.pid)
+            if rss is not None and rss > memory:
+                reason = "max_memory"
+        if reason is not None:
+            metrics.process_pool_recycles.labels(reason=reason).inc()
+            log.info(
+                "process_pool_recycled",
+                reason=reason,
+                pid=slot.pid,
+                slot=slot.index,
+                tasks_done=slot.tasks_done,
+            )
+            self.retire(slot, reason, failure=False, hard=False)
+            return
+        if slot.retired.is_set():  # retired while the job ran (close)
+            return
+        slot.state = SlotState.IDLE
+        self._idle.append(slot)
+        self._changes.notify()
+
+    def retire(self, slot: Slot, reason: str, *, failure: bool, hard: bool) -> None:
+        """The slot's current process must go; its task stops it and starts the next."""
+        if slot.retired.is_set():
+            return
+        slot.retirement = Retirement(reason, failure, hard)
+        slot.retired.set()
+
+    # -- one slot's task ----------------------------------------------------------------
+
+    async def _supervise(self, slot: Slot, first: asyncio.Future[None]) -> None:
+        try:
+            while not self.closing:
+                try:
+                    await self._one_life(slot, first)
+                except Exception:
+                    log.exception("process_pool_slot_error", slot=slot.index)
+                    slot.retirement = Retirement("error", failure=True, hard=True)
+                    slot.retired.set()
+                    await self._stop(slot)
+                _resolve(first)
+                if self.closing:
+                    break
+                if await self._gate.pause(slot):
+                    slot.policy = self._config.restart_policy()
+        finally:
+            await self._stop(slot)
+            _resolve(first)
+
+    async def _one_life(self, slot: Slot, first: asyncio.Future[None]) -> None:
+        """Start one process in the slot, serve with it until it is retired, reap it."""
+        if not await self._gate.may_start(held=lambda: _resolve(first)):
+            return
+        if await self._start_process(slot):
+            _resolve(first)
+            await slot.retired.wait()
+        await self._stop(slot)
+
+    async def _start_process(self, slot: Slot) -> bool:
+        config, loop = self._config, asyncio.get_running_loop()
+        slot.retirement, slot.tasks_done, slot.exchange = None, 0, None
+        slot.retired, slot.reaped = asyncio.Event(), new_reaped()
+        slot.state = SlotState.STARTING
+        self.generation += 1
+        slot.generation += 1
+        sys_path = [p for p in sys.path if isinstance(p, str)]
+        spawned, conn = await loop.run_in_executor(
+            self._executor, process.spawn, self._ctx, config.registry_ref, sys_path, config.env
+        )
+        slot.process, slot.conn, slot.pid = spawned, conn, spawned.pid
+        metrics.process_pool_processes_alive.inc()
+        loop.add_reader(spawned.sentinel, self._on_exit, slot, spawned)
+        if self.closing:
+            process.terminate(spawned)
+        reply = await loop.run_in_executor(
+            self._executor, process.wait_ready, conn, spawned, config.initializer_timeout
+        )
+        match reply:
+            case Ready(memory_limit_mib=limit):
+                slot.memory_limit_mib = limit
+                slot.oom_counter = causes.OomCounter.for_pid(
+                    spawned.pid or 0, root=config.cgroup_root
+                )
+                slot.state = SlotState.IDLE
+                self._idle.append(slot)
+                self._changes.notify()
+                log.info(
+                    "process_pool_process_ready",
+                    pid=slot.pid,
+                    slot=slot.index,
+                    slot_generation=slot.generation,
+                    pool_generation=self.generation,
+                )
+                return True
+            case _ if self.closing:
+                return False
+            case InitFailed(traceback=text):
+                await self._initializer_failed(slot, "raised", hard=False, traceback=text)
+            case TimedOut():
+                await self._initializer_failed(slot, "timeout", hard=True)
+            case _:  # died, or said something else first
+                await self._initializer_failed(slot, "died", hard=False)
+        return False
+
+    async def _initializer_failed(
+        self, slot: Slot, how: causes.InitFailure, *, hard: bool, traceback: str | None = None
+    ) -> None:
+        self.retire(slot, "initializer", failure=True, hard=hard)
+        await self._stop(slot)
+        report = causes.initializer_failure(
+            pid=slot.pid,
+            exitcode=slot.reaped.result(),
+            how=how,
+            traceback=traceback,
+            timeout=self._config.initializer_timeout,
+        )
+        log.error(
+            "process_pool_initializer_failed",
+            pid=slot.pid,
+            slot=slot.index,
+            slot_generation=slot.generation,
+            pool_generation=self.generation,
+            exit_code=report.exit_code,
+            exit_signal=report.exit_signal,
+            cause=report.cause,
+            traceback=report.traceback,
+        )
+        self._breaker.record_break(report)
+
+    def _on_exit(self, slot: Slot, exited: BaseProcess) -> None:
+        """The sentinel of ``exited`` became readable: it exited."""
+        with contextlib.suppress(ValueError, OSError):
+            asyncio.get_running_loop().remove_reader(exited.sentinel)
+        if slot.process is not exited or slot.state is not SlotState.IDLE:
+            return  # starting or busy: the waiting thread sees the death itself
+        with contextlib.suppress(ValueError):
+            self._idle.remove(slot)
+        log.warning(
+            "process_pool_process_lost",
+            pid=slot.pid,
+            slot=slot.index,
+            detail="the process died while idle; no job was running",
+        )
+        self.retire(slot, "died_idle", failure=True, hard=False)
+
+    async def _stop(self, slot: Slot) -> None:
+        """Stop and reap the slot's process (idempotent); record its exit code."""
+        stopping, conn = slot.process, slot.conn
+        if stopping is None:
+            slot.state = SlotState.DOWN
+            if not slot.reaped.done():
+                slot.reaped.set_result(None)
+            return
+        slot.process = None
+        with contextlib.suppress(ValueError, OSError):
+            asyncio.get_running_loop().remove_reader(stopping.sentinel)
+        with contextlib.suppress(ValueError):
+            self._idle.remove(slot)
+        talking = slot.exchange is not None and not slot.exchange.done()
+        hard = talking or (slot.retirement is not None and slot.retirement.hard)
+        grace = self._close_grace if self.closing else self._config.kill_grace
+        loop = asyncio.get_running_loop()
+        exitcode = None
+        try:
+            exitcode = await asyncio.shield(
+                loop.run_in_executor(
+                    self._executor,
+                    lambda: process.stop(stopping, None if hard else conn, hard=hard, grace=grace),
+                )
+            )
+            if slot.exchange is not None:
+                await asyncio.shield(slot.exchange)
+        finally:
+            if conn is not None and not conn.closed:
+                conn.close()
+            slot.conn = None
+            slot.state = SlotState.DOWN
+            metrics.process_pool_processes_alive.dec()
+            if not slot.reaped.done():
+                slot.reaped.set_result(exitcode)
+            self._changes.notify()
+
+
+def _resolve(first: asyncio.Future[None]) -> None:
+    if not first.done():
+        first.set_result(None)
+
+
+def _supervisor_done(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.critical(
+            "process_pool_supervisor_died", task=task.get_name(), exc_info=task.exception()
+        )
