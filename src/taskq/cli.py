@@ -18,7 +18,8 @@ from typing import Any, NoReturn, TypeVar
 from . import logs
 from .client import AsyncClient, parse_job_id
 from .exceptions import ConfigError, TaskqError
-from .jobs import ALL_STATES, Job
+from .jobs import ALL_STATES, Job, Limits, QueueInfo, Rate
+from .store.queues import QUEUE
 
 T = TypeVar("T")
 
@@ -108,6 +109,13 @@ def _queues(text: str) -> tuple[str, ...]:
     if not queues:
         raise argparse.ArgumentTypeError("expected a comma-separated list of queue names")
     return queues
+
+
+def _rate(text: str) -> Rate:
+    try:
+        return Rate.parse(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _uuid(text: str) -> Any:
@@ -224,6 +232,39 @@ def build_parser() -> argparse.ArgumentParser:
     retry.add_argument("--all-dead", action="store_true")
     cancel = jobs_sub.add_parser("cancel", help="cancel queued jobs")
     cancel.add_argument("ids", nargs="+", metavar="ID")
+
+    queues = sub.add_parser(
+        "queues", help="list queues (depth, oldest wait, pause, limits); pause, resume, limit"
+    )
+    queues.add_argument("--json", action="store_true")
+    queues_sub = queues.add_subparsers(
+        dest="queues_command", metavar="pause|resume|limit", parser_class=_Parser
+    )
+    queues_sub.add_parser(
+        "pause", help="stop every worker claiming from a queue (running jobs finish)"
+    ).add_argument("name")
+    queues_sub.add_parser("resume", help="let workers claim from a paused queue").add_argument(
+        "name"
+    )
+    limit = queues_sub.add_parser(
+        "limit", help="set a queue's fleet-wide limits (the ones not given are kept)"
+    )
+    limit.add_argument("name")
+    limit.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="at most N of its jobs running at once, across every worker",
+    )
+    limit.add_argument(
+        "--rate",
+        type=_rate,
+        default=None,
+        metavar="N/PERIOD",
+        help="at most N starts in any PERIOD (second, minute or hour)",
+    )
+    limit.add_argument("--clear", action="store_true", help="remove the queue's limits")
 
     workers = sub.add_parser("workers", help="list registered worker processes")
     workers.add_argument("--json", action="store_true")
@@ -380,6 +421,70 @@ def _each_id(ns: argparse.Namespace, method: str, done: str) -> int:
     return EXIT_ERROR if _with_client(ns, go) else EXIT_OK
 
 
+def cmd_queues(ns: argparse.Namespace) -> int:
+    sub = ns.queues_command
+    if sub == "pause":
+        _with_client(ns, lambda c: c.pause_queue(ns.name))
+        print(f"paused queue {ns.name}")
+        return EXIT_OK
+    if sub == "resume":
+        _with_client(ns, lambda c: c.resume_queue(ns.name))
+        print(f"resumed queue {ns.name}")
+        return EXIT_OK
+    if sub == "limit":
+        return _limit_queue(ns)
+    rows = _with_client(ns, lambda c: c.queues())
+    if ns.json:
+        _print_json([r.to_dict() for r in rows])
+        return EXIT_OK
+    _print_queues(rows)
+    return EXIT_OK
+
+
+def _limit_queue(ns: argparse.Namespace) -> int:
+    if ns.clear and (ns.concurrency is not None or ns.rate is not None):
+        raise ConfigError("give --clear alone, or --concurrency and/or --rate")
+    if not ns.clear and ns.concurrency is None and ns.rate is None:
+        raise ConfigError("give --concurrency N, --rate N/PERIOD or --clear")
+
+    async def go(client: AsyncClient) -> Limits:
+        if ns.clear:
+            await client.set_queue_limits(ns.name)
+            return Limits()
+        old = (await client.limits()).get((QUEUE, ns.name), Limits())
+        new = Limits(
+            concurrency=old.concurrency if ns.concurrency is None else ns.concurrency,
+            rate=old.rate if ns.rate is None else ns.rate,
+        )
+        await client.set_queue_limits(ns.name, new.concurrency, new.rate)
+        return new
+
+    new = _with_client(ns, go)
+    if not new:
+        print(f"queue {ns.name}: no limits")
+    else:
+        print(
+            f"queue {ns.name}: concurrency {new.concurrency or 'unlimited'}, "
+            f"rate {new.rate or 'unlimited'}"
+        )
+    return EXIT_OK
+
+
+def _print_queues(rows: list[QueueInfo]) -> None:
+    print(
+        f"{'queue':<20} {'queued':>8} {'running':>8} {'succeeded':>10} {'dead':>6} "
+        f"{'cancelled':>9} {'oldest_s':>9}  {'paused':<6} {'concurrency':>11}  rate"
+    )
+    for r in rows:
+        d = r.depth
+        oldest = "-" if r.oldest_age_s is None else f"{r.oldest_age_s:.1f}"
+        print(
+            f"{r.name[:20]:<20} {d['queued']:>8} {d['running']:>8} {d['succeeded']:>10} "
+            f"{d['dead']:>6} {d['cancelled']:>9} {oldest:>9}  {'yes' if r.paused else 'no':<6} "
+            f"{r.limits.concurrency or '-':>11}  {r.limits.rate or '-'}"
+        )
+
+
 def cmd_workers(ns: argparse.Namespace) -> int:
     rows = _with_client(ns, lambda c: c.store.list_workers())
     if ns.json:
@@ -407,6 +512,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "workgroup": cmd_workgroup,
     "enqueue": cmd_enqueue,
     "jobs": cmd_jobs,
+    "queues": cmd_queues,
     "workers": cmd_workers,
     "demo": cmd_demo,
 }

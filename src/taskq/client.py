@@ -10,6 +10,10 @@ arguments into a ``JobSpec``) lives in ``_JobBuilder`` and is shared by both.
 from __future__ import annotations
 
 import asyncio
+import builtins
+import getpass
+import os
+import socket
 import threading
 import time
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
@@ -21,10 +25,11 @@ from uuid import UUID
 
 from .exceptions import ConfigError, InvalidJobState, JobNotFound
 from .ids import uuid7, uuid7_many
-from .jobs import ActorConfig, Job, JobSpec, JobState
+from .jobs import ActorConfig, Job, JobSpec, JobState, Limits, QueueInfo, Rate
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES, encode_arguments
-from .registry import DEFAULT_QUEUE, Actor, AnyActor, _check_options
+from .registry import DEFAULT_QUEUE, Actor, AnyActor, _check_options, check_queue_name
 from .store import Store, create_store
+from .store.queues import ACTOR, QUEUE
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -41,6 +46,34 @@ def parse_job_id(job_id: UUID | str) -> UUID:
         return UUID(str(job_id))
     except ValueError:
         raise JobNotFound(f"invalid job id {job_id!r}: expected a UUID") from None
+
+
+def who() -> str:
+    """``user@host``: recorded as who paused a queue or cancelled a job."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = f"uid{os.getuid()}"
+    return f"{user}@{socket.gethostname()}"
+
+
+def make_limits(concurrency: int | None, rate: Rate | str | None) -> Limits:
+    """Check and build limits: ``concurrency`` an integer >= 1, ``rate`` "N/period"."""
+    if concurrency is not None and (
+        not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1
+    ):
+        raise ConfigError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+    if rate is not None and not isinstance(rate, Rate):
+        rate = Rate.parse(rate)
+    return Limits(concurrency=concurrency, rate=rate)
+
+
+def _actor_name(actor: ActorRef) -> str:
+    if isinstance(actor, Actor):
+        return actor.name
+    if isinstance(actor, str) and actor:
+        return actor
+    raise ConfigError(f"actor must be a taskq Actor or an actor name, got {actor!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +350,46 @@ class AsyncClient:
         if not moved:
             raise InvalidJobState(f"job {job.id} is {job.state}; only queued jobs can be cancelled")
 
+    # -- queue controls ----------------------------------------------------------------
+    async def queues(self) -> builtins.list[QueueInfo]:
+        """Every queue with its depth by state, oldest due wait, pause state and limits."""
+        await self.open()
+        return await self._store.queue_overview()
+
+    async def pause_queue(self, name: str, *, by: str | None = None) -> None:
+        """Stop every worker from claiming ``name``'s jobs (running ones finish; queued
+        ones wait, no attempt charged). Stored, so it holds on every host and restart."""
+        await self.open()
+        await self._store.set_queue_paused(check_queue_name(name), True, by=by or who())
+
+    async def resume_queue(self, name: str) -> None:
+        await self.open()
+        await self._store.set_queue_paused(check_queue_name(name), False)
+
+    async def set_queue_limits(
+        self, name: str, concurrency: int | None = None, rate: Rate | str | None = None
+    ) -> None:
+        """Set the queue's fleet-wide limits to exactly these: at most ``concurrency``
+        of its jobs running at once across all workers, at most ``rate`` ("N/second",
+        "N/minute", "N/hour") starts in any such period. ``None`` is no limit of that
+        kind; both ``None`` removes the queue's limits."""
+        limits = make_limits(concurrency, rate)
+        await self.open()
+        await self._store.set_limits(QUEUE, check_queue_name(name), limits)
+
+    async def set_actor_limits(
+        self, actor: ActorRef, concurrency: int | None = None, rate: Rate | str | None = None
+    ) -> None:
+        """``set_queue_limits`` for one actor's jobs, whatever queue they are on."""
+        limits = make_limits(concurrency, rate)
+        await self.open()
+        await self._store.set_limits(ACTOR, _actor_name(actor), limits)
+
+    async def limits(self) -> dict[tuple[str, str], Limits]:
+        """Every limit, keyed by ("queue" | "actor", name)."""
+        await self.open()
+        return await self._store.get_limits()
+
     async def wait(
         self, job_id: UUID | str, *, timeout: float = 60.0, interval: float = 0.05
     ) -> Job:
@@ -453,6 +526,28 @@ class Client:
 
     def cancel(self, job_id: UUID | str) -> None:
         self._call(self._async.cancel(job_id))
+
+    def queues(self) -> builtins.list[QueueInfo]:
+        return self._call(self._async.queues())
+
+    def pause_queue(self, name: str, *, by: str | None = None) -> None:
+        self._call(self._async.pause_queue(name, by=by))
+
+    def resume_queue(self, name: str) -> None:
+        self._call(self._async.resume_queue(name))
+
+    def set_queue_limits(
+        self, name: str, concurrency: int | None = None, rate: Rate | str | None = None
+    ) -> None:
+        self._call(self._async.set_queue_limits(name, concurrency, rate))
+
+    def set_actor_limits(
+        self, actor: ActorRef, concurrency: int | None = None, rate: Rate | str | None = None
+    ) -> None:
+        self._call(self._async.set_actor_limits(actor, concurrency, rate))
+
+    def limits(self) -> dict[tuple[str, str], Limits]:
+        return self._call(self._async.limits())
 
     def wait(self, job_id: UUID | str, *, timeout: float = 60.0, interval: float = 0.05) -> Job:
         return self._call(self._async.wait(job_id, timeout=timeout, interval=interval))

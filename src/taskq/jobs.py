@@ -12,6 +12,8 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from .exceptions import ConfigError
+
 
 class JobState(enum.StrEnum):
     QUEUED = "queued"  # includes delayed and waiting-to-retry
@@ -30,6 +32,7 @@ class DeadReason(enum.StrEnum):
     CRASHED = "crashed"  # runner died during a non-idempotent job
     UNKNOWN_ACTOR = "unknown_actor"  # no worker registry knows this actor
     UNDECODABLE = "undecodable"  # the payload could not be decoded for the runner
+    SNOOZED_TOO_OFTEN = "snoozed_too_often"  # snoozed more than the actor's max_snoozes
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,14 @@ class Job:
     last_error: str | None
     dead_reason: str | None
     result: Any = None  # the decoded JSON result of a succeeded job (None when dropped)
+    snooze_count: int = 0  # times the job snoozed (no attempt charged for those)
+    cancelled_at: datetime | None = None  # when a cancel was asked for
+    cancelled_by: str | None = None  # who asked
+
+    @property
+    def cancel_requested(self) -> bool:
+        """A cancel was asked for while the job runs: its run will end ``cancelled``."""
+        return self.cancelled_at is not None and self.state == JobState.RUNNING
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form used by ``--json`` output."""
@@ -101,6 +112,7 @@ class ClaimedJob:
     crash_count: int
     max_crashes: int
     idempotent: bool
+    snooze_count: int = 0
 
 
 class OutcomeKind(enum.StrEnum):
@@ -109,6 +121,7 @@ class OutcomeKind(enum.StrEnum):
     DEAD = "dead"  # with ``dead_reason``
     CRASHED = "crashed"  # the runner died: store applies the crash rules (requeue/crashed/poison)
     CANCELLED = "cancelled"
+    SNOOZED = "snoozed"  # back to queued after ``retry_delay`` seconds, attempt not charged
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +133,7 @@ class Outcome:
     kind: OutcomeKind
     result_json: str | None = None
     error: str | None = None
-    retry_delay: float = 0.0
+    retry_delay: float = 0.0  # retry and snoozed: seconds until the job is due again
     dead_reason: str | None = None
 
 
@@ -182,4 +195,86 @@ class ActorConfig:
             "idempotent": self.idempotent,
             "cpu_bound": self.cpu_bound,
             "timeout": self.timeout,
+        }
+
+
+class CancelResult(enum.StrEnum):
+    """What ``cancel`` did to one job."""
+
+    CANCELLED = "cancelled"  # it was queued: cancelled now
+    REQUESTED = "requested"  # it is running: its worker stops it and records it cancelled
+    ALREADY_REQUESTED = "already_requested"  # running, and a cancel was already asked for
+    FINISHED = "finished"  # succeeded, dead or cancelled already: nothing changed
+
+
+_PERIODS = {"second": 1.0, "minute": 60.0, "hour": 3600.0}
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """At most ``count`` starts in any ``period`` seconds (``"N/second|minute|hour"``)."""
+
+    count: int
+    period: float
+
+    @classmethod
+    def parse(cls, text: str) -> Rate:
+        """``"N/second"``, ``"N/minute"`` or ``"N/hour"`` with N >= 1."""
+        count, _, period = str(text).strip().partition("/")
+        seconds = _PERIODS.get(period.strip().lower().removesuffix("s"))
+        try:
+            n = int(count)
+        except ValueError:
+            n = 0
+        if seconds is None or n < 1:
+            raise ConfigError(
+                f"invalid rate {text!r}: expected N/second, N/minute or N/hour with N >= 1"
+            )
+        return cls(n, seconds)
+
+    def __str__(self) -> str:
+        for name, seconds in _PERIODS.items():
+            if self.period == seconds:
+                return f"{self.count}/{name}"
+        return f"{self.count}/{self.period:g}s"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """A queue's or an actor's fleet-wide limits (``None``: no limit of that kind)."""
+
+    concurrency: int | None = None
+    rate: Rate | None = None
+
+    def __bool__(self) -> bool:
+        return self.concurrency is not None or self.rate is not None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueInfo:
+    """One queue as ``taskq queues`` shows it."""
+
+    name: str
+    depth: dict[str, int]  # state -> number of jobs (every state present)
+    oldest_age_s: float | None  # how long the oldest due queued job has waited
+    paused: bool = False
+    paused_at: datetime | None = None
+    paused_by: str | None = None
+    limits: Limits = field(default_factory=Limits)
+
+    @property
+    def running(self) -> int:
+        return self.depth.get(JobState.RUNNING, 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "depth": dict(self.depth),
+            "oldest_age_s": self.oldest_age_s,
+            "running": self.running,
+            "paused": self.paused,
+            "paused_at": self.paused_at.isoformat() if self.paused_at else None,
+            "paused_by": self.paused_by,
+            "concurrency_limit": self.limits.concurrency,
+            "rate_limit": str(self.limits.rate) if self.limits.rate else None,
         }

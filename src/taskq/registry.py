@@ -86,6 +86,12 @@ AnyActor = Actor[..., Any]
 """An actor of any signature (what the worker, the client and the CLI handle)."""
 
 
+def check_queue_name(queue: str) -> str:
+    if not isinstance(queue, str) or not _QUEUE.match(queue):
+        raise ConfigError(f"invalid queue name {queue!r}: 1-100 letters, digits, '_', '.' or '-'")
+    return queue
+
+
 def _check_options(
     name: str, queue: str, max_attempts: int, timeout: float | None, max_crashes: int
 ) -> None:

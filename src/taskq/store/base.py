@@ -27,7 +27,9 @@ from ..jobs import (
     ClaimedJob,
     Job,
     JobSpec,
+    Limits,
     Outcome,
+    QueueInfo,
     RescuedJob,
     WorkerInfo,
 )
@@ -123,7 +125,10 @@ class Store(Protocol):
         """Claim up to ``limit`` due queued jobs, ``ORDER BY priority, run_at, id``:
         state -> running, attempt + 1, worker_id, lease, started_at. Concurrent claimers
         never get the same job. ``exclude_actors`` leaves those actors' jobs queued (the
-        CPU pool's breaker is open)."""
+        CPU pool's breaker is open). Paused queues are skipped. Where limits apply
+        (``set_limits``), at most ``concurrency`` jobs of that queue or actor run at once
+        across all claimers and at most ``rate`` start in any window of its period:
+        enforced inside the claim's transaction, so no race of claimers exceeds them."""
 
     async def complete(self, worker_id: UUID, outcomes: Sequence[Outcome]) -> int:
         """Write a batch of outcomes in one round trip, each fenced. Returns how many
@@ -151,6 +156,21 @@ class Store(Protocol):
         """Delete succeeded jobs finished before ``succeeded_before`` (in batches) and
         worker rows not seen since ``workers_before`` that hold no running job.
         Returns (jobs_deleted, workers_deleted)."""
+
+    # -- queue controls ----------------------------------------------------------------
+    async def set_queue_paused(self, name: str, paused: bool, *, by: str | None = None) -> None:
+        """Pause (every claim skips the queue) or resume a queue; idempotent. A pause
+        keeps the first pause's time and author."""
+
+    async def set_limits(self, kind: str, name: str, limits: Limits) -> None:
+        """Set the limits of a queue (``kind="queue"``) or an actor (``"actor"``) to
+        exactly ``limits``; empty ``Limits()`` removes them."""
+
+    async def get_limits(self) -> dict[tuple[str, str], Limits]:
+        """Every limit, keyed by (kind, name)."""
+
+    async def queue_overview(self) -> list[QueueInfo]:
+        """Every queue that has jobs, is paused or has limits, sorted by name."""
 
     async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
         """Return when a job may be available on ``queues`` (NOTIFY on Postgres) or

@@ -37,13 +37,16 @@ from ..jobs import (
     ClaimedJob,
     Job,
     JobSpec,
+    Limits,
     Outcome,
+    QueueInfo,
     RescuedJob,
     WorkerInfo,
 )
 from ..logs import get_logger
 from ..settings import redact, validate_schema
 from .drift import config_differences
+from .queues import limits_from_row, overview
 from .rows import Codec
 from .sqlfile import load_migrations, load_queries
 
@@ -55,6 +58,7 @@ MIGRATIONS = load_migrations("postgres")
 CONNECT_TIMEOUT = 5.0  # seconds, unless the DSN sets connect_timeout
 CHECKOUT_TIMEOUT = 10.0  # waiting for a pooled connection before StoreUnavailable
 COPY_THRESHOLD = 100  # batches this big go by COPY (one stream), smaller by one INSERT
+LIMITS_TTL = 1.0  # seconds a claimer trusts its "no limits apply" (limits never race: see claim)
 _MISSING_SCHEMA = (
     pg_errors.UndefinedTable,
     pg_errors.InvalidSchemaName,
@@ -113,6 +117,7 @@ class PostgresStore:
         self._pool: AsyncConnectionPool | None = None
         self._listener: psycopg.AsyncConnection | None = None
         self._listener_lock = asyncio.Lock()
+        self._limits_seen: dict[tuple[str, ...], tuple[float, bool]] = {}
 
     def _set_dsn(self, dsn: str) -> None:
         self.display_dsn = redact(dsn)
@@ -462,17 +467,80 @@ class PostgresStore:
     ) -> list[ClaimedJob]:
         if limit < 1 or not queues:
             return []
-        rows = await self._fetchall(
-            "claim",
-            {
-                "worker_id": worker_id,
-                "queues": list(queues),
-                "limit": limit,
-                "lease": float(lease_seconds),
-                "exclude_actors": list(exclude_actors),
-            },
-        )
+        params = {
+            "worker_id": worker_id,
+            "queues": list(queues),
+            "limit": limit,
+            "lease": float(lease_seconds),
+            "exclude_actors": list(exclude_actors),
+        }
+        if await self._limits_apply(tuple(queues)):
+            rows = await self._claim_limited(params)
+        else:
+            rows = await self._fetchall("claim", params)
         return CODEC.claimed(rows)
+
+    async def _limits_apply(self, queues: tuple[str, ...]) -> bool:
+        """Whether a limit covers these queues or any actor, as seen at most LIMITS_TTL ago.
+
+        The plain claim statement itself skips limited queues and actors, so a stale
+        "no" only delays a newly limited queue's jobs; it never lets a limit be exceeded."""
+        now = time.monotonic()
+        seen = self._limits_seen.get(queues)
+        if seen is not None and now - seen[0] < LIMITS_TTL:
+            return seen[1]
+        exists = bool(await self._fetchvalue("limits_exist", "found", {"queues": list(queues)}))
+        self._limits_seen[queues] = (now, exists)
+        return exists
+
+    async def _claim_limited(self, params: dict[str, Any]) -> list[DictRow]:
+        """The claim under limits, in one transaction sent as one pipeline: take the
+        limits lock, forget starts older than their window, claim within each room.
+        Limited claims thus run one at a time, and each reads the counts the previous
+        one committed."""
+        async with self._connection() as conn, conn.pipeline():
+            async with conn.transaction():
+                await conn.execute(Q["limits_lock"], {"key": self._limits_key})
+                await conn.execute(Q["prune_limit_starts"], params)
+                cur = conn.cursor(row_factory=dict_row)
+                await cur.execute(Q["claim_limited"], params)
+            return await cur.fetchall()
+
+    @property
+    def _limits_key(self) -> str:
+        return f"taskq-limits:{self.schema}"
+
+    # -- queue controls ------------------------------------------------------------------
+    async def set_queue_paused(self, name: str, paused: bool, *, by: str | None = None) -> None:
+        async with self._connection() as conn:
+            await conn.execute(Q["pause_queue"], {"name": name, "paused": paused, "by": by})
+
+    async def set_limits(self, kind: str, name: str, limits: Limits) -> None:
+        self._limits_seen.clear()
+        async with self._connection() as conn:
+            if not limits:
+                await conn.execute(Q["clear_limits"], {"kind": kind, "name": name})
+                return
+            await conn.execute(
+                Q["set_limits"],
+                {
+                    "kind": kind,
+                    "name": name,
+                    "concurrency": limits.concurrency,
+                    "rate": limits.rate.count if limits.rate else None,
+                    "rate_period": limits.rate.period if limits.rate else None,
+                },
+            )
+
+    async def get_limits(self) -> dict[tuple[str, str], Limits]:
+        rows = await self._fetchall("get_limits")
+        return {(r["kind"], r["name"]): limits_from_row(r) for r in rows}
+
+    async def queue_overview(self) -> list[QueueInfo]:
+        depths = await self._fetchall("queue_depths")
+        controls = await self._fetchall("queue_controls")
+        limits = await self._fetchall("get_limits")
+        return overview(CODEC, depths, controls, limits)
 
     async def complete(self, worker_id: UUID, outcomes: Sequence[Outcome]) -> int:
         if not outcomes:

@@ -82,14 +82,16 @@ VALUES (%(id)s, %(actor)s, %(queue)s, %(args)s::json, %(kwargs)s::json, %(priori
 -- description: One job by id.
 SELECT id, actor, queue, args::text, kwargs::text, priority, state, attempt, max_attempts,
        crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
-       worker_id, lease_expires_at, last_error, dead_reason, result::text AS result
+       worker_id, lease_expires_at, last_error, dead_reason, result::text AS result,
+       snooze_count, cancelled_at, cancelled_by
 FROM jobs WHERE id = %(id)s;
 
 -- name: list_jobs
 -- description: Jobs newest first (UUIDv7 ids are time-ordered), optionally by state/queue.
 SELECT id, actor, queue, args::text, kwargs::text, priority, state, attempt, max_attempts,
        crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
-       worker_id, lease_expires_at, last_error, dead_reason, result::text AS result
+       worker_id, lease_expires_at, last_error, dead_reason, result::text AS result,
+       snooze_count, cancelled_at, cancelled_by
 FROM jobs
 WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
@@ -209,7 +211,9 @@ SELECT count(*) AS extended FROM extended;
 -- name: claim
 -- description: Claim up to n due queued jobs in (priority, run_at, id) order, skipping locked rows.
 -- One ordered scan of jobs_claim_idx per queue (queue = ANY(...) would sort every queued
--- row); a row locked here but not picked is free again when the statement ends.
+-- row); a row locked here but not picked is free again when the statement ends. Paused
+-- queues are skipped, and so are queues and actors with limits: those are claimed by
+-- claim_limited (the store takes that path when limits exist).
 WITH picked AS (
     SELECT j.id
     FROM unnest(%(queues)s::text[]) AS q(name)
@@ -219,10 +223,13 @@ WITH picked AS (
           AND queue = q.name
           AND run_at <= now()
           AND actor <> ALL(%(exclude_actors)s::text[])
+          AND actor <> ALL(ARRAY(SELECT name FROM limits WHERE kind = 'actor'))
         ORDER BY priority, run_at, id
         LIMIT %(limit)s
         FOR UPDATE SKIP LOCKED
     ) AS j
+    WHERE NOT EXISTS (SELECT 1 FROM queues c WHERE c.name = q.name AND c.paused)
+      AND NOT EXISTS (SELECT 1 FROM limits l WHERE l.kind = 'queue' AND l.name = q.name)
     ORDER BY j.priority, j.run_at, j.id
     LIMIT %(limit)s
 )
@@ -233,7 +240,7 @@ FROM picked
 WHERE jobs.id = picked.id
 RETURNING jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args,
           jobs.kwargs::text AS kwargs, jobs.attempt, jobs.max_attempts, jobs.crash_count,
-          jobs.max_crashes, jobs.idempotent, jobs.priority, jobs.run_at;
+          jobs.max_crashes, jobs.idempotent, jobs.priority, jobs.run_at, jobs.snooze_count;
 
 -- fragment: end_run
 -- description: The SET list that ends a run, once for every way a run ends.
@@ -259,6 +266,144 @@ lease_expires_at = NULL
 CASE crash_outcome(j.crash_count, j.max_crashes, j.idempotent)
     WHEN 'queued' THEN 'queued' ELSE 'dead' END AS next_state,
 nullif(crash_outcome(j.crash_count, j.max_crashes, j.idempotent), 'queued') AS next_reason
+
+-- name: limits_exist
+-- description: Does any limit apply to a claim on these queues? (cached briefly by the store)
+SELECT EXISTS (SELECT 1 FROM limits
+               WHERE kind = 'actor' OR (kind = 'queue' AND name = ANY(%(queues)s::text[])))
+       AS found;
+
+-- name: limits_lock
+-- description: Serialise limited claims (and limit changes) until the transaction ends.
+SELECT pg_advisory_xact_lock(hashtext(%(key)s));
+
+-- name: prune_limit_starts
+-- description: Forget the starts that left every rate limit's window (run under limits_lock).
+DELETE FROM limit_starts s
+USING limits l
+WHERE s.kind = l.kind AND s.name = l.name AND l.rate IS NOT NULL
+  AND (l.kind = 'actor' OR l.name = ANY(%(queues)s::text[]))
+  AND s.started_at <= now() - make_interval(secs => l.rate_period);
+
+-- name: claim_limited
+-- description: The claim under limits: each queue and actor gets at most its room (run under limits_lock).
+-- Runs after limits_lock was taken, in its own statement, so its snapshot sees every
+-- claim committed before: the running counts and windowed starts it reads are exact.
+-- room = min(concurrency - running, rate - starts in the window). Each open queue offers
+-- its first n due jobs; of those, each limited actor keeps its room's worth, then each
+-- queue its room's worth, then the batch stops at n.
+WITH wanted AS (
+    SELECT q.name FROM unnest(%(queues)s::text[]) AS q(name)
+    WHERE NOT EXISTS (SELECT 1 FROM queues c WHERE c.name = q.name AND c.paused)
+), lim AS (
+    SELECT l.kind, l.name, l.concurrency, l.rate, l.rate_period FROM limits l
+    WHERE l.kind = 'actor' OR l.name IN (SELECT name FROM wanted)
+), room AS (
+    SELECT l.kind, l.name,
+           least(
+               CASE WHEN l.concurrency IS NULL THEN %(limit)s
+                    ELSE l.concurrency - (
+                        SELECT count(*) FROM jobs j
+                        WHERE j.state = 'running'
+                          AND CASE l.kind WHEN 'queue' THEN j.queue ELSE j.actor END = l.name)
+               END,
+               CASE WHEN l.rate IS NULL THEN %(limit)s
+                    ELSE l.rate - (
+                        SELECT count(*) FROM limit_starts s
+                        WHERE s.kind = l.kind AND s.name = l.name
+                          AND s.started_at > now() - make_interval(secs => l.rate_period))
+               END
+           ) AS room
+    FROM lim l
+), candidates AS (
+    SELECT j.*, q.name AS queue, coalesce(r.room, %(limit)s) AS queue_room
+    FROM wanted q
+    LEFT JOIN room r ON r.kind = 'queue' AND r.name = q.name
+    CROSS JOIN LATERAL (
+        SELECT id, actor, priority, run_at FROM jobs
+        WHERE state = 'queued'
+          AND queue = q.name
+          AND run_at <= now()
+          AND actor <> ALL(%(exclude_actors)s::text[])
+          AND actor <> ALL(ARRAY(SELECT name FROM room WHERE kind = 'actor' AND room <= 0))
+        ORDER BY priority, run_at, id
+        LIMIT CASE WHEN coalesce(r.room, 1) > 0 THEN %(limit)s ELSE 0 END
+        FOR UPDATE SKIP LOCKED
+    ) AS j
+), by_actor AS (
+    SELECT c.*, row_number() OVER (PARTITION BY c.actor ORDER BY c.priority, c.run_at, c.id) AS nth
+    FROM candidates c
+), actor_fits AS (
+    SELECT b.* FROM by_actor b
+    LEFT JOIN room a ON a.kind = 'actor' AND a.name = b.actor
+    WHERE a.room IS NULL OR b.nth <= a.room
+), by_queue AS (
+    SELECT f.*, row_number() OVER (PARTITION BY f.queue ORDER BY f.priority, f.run_at, f.id) AS qnth
+    FROM actor_fits f
+), picked AS (
+    SELECT k.id FROM by_queue k
+    WHERE k.qnth <= k.queue_room
+    ORDER BY k.priority, k.run_at, k.id
+    LIMIT %(limit)s
+), claimed AS (
+    UPDATE jobs
+    SET state = 'running', attempt = jobs.attempt + 1, worker_id = %(worker_id)s,
+        lease_expires_at = now() + make_interval(secs => %(lease)s::float8), started_at = now()
+    FROM picked
+    WHERE jobs.id = picked.id
+    RETURNING jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args,
+              jobs.kwargs::text AS kwargs, jobs.attempt, jobs.max_attempts, jobs.crash_count,
+              jobs.max_crashes, jobs.idempotent, jobs.priority, jobs.run_at, jobs.snooze_count
+), counted AS (
+    INSERT INTO limit_starts (kind, name, started_at)
+    SELECT l.kind, l.name, now()
+    FROM claimed c
+    JOIN lim l ON l.rate IS NOT NULL
+              AND l.name = CASE l.kind WHEN 'queue' THEN c.queue ELSE c.actor END
+)
+SELECT * FROM claimed;
+
+-- name: pause_queue
+-- description: Pause or resume a queue (paused queues are skipped by every claim).
+INSERT INTO queues AS c (name, paused, paused_at, paused_by, updated_at)
+VALUES (%(name)s, %(paused)s, CASE WHEN %(paused)s THEN now() END,
+        CASE WHEN %(paused)s THEN %(by)s::text END, now())
+ON CONFLICT (name) DO UPDATE
+SET paused = excluded.paused,
+    paused_at = CASE WHEN excluded.paused THEN coalesce(c.paused_at, excluded.paused_at) END,
+    paused_by = CASE WHEN excluded.paused THEN coalesce(c.paused_by, excluded.paused_by) END,
+    updated_at = excluded.updated_at;
+
+-- name: set_limits
+-- description: Set a queue's or an actor's limits (insert or overwrite).
+INSERT INTO limits AS l (kind, name, concurrency, rate, rate_period, updated_at)
+VALUES (%(kind)s, %(name)s, %(concurrency)s, %(rate)s, %(rate_period)s, now())
+ON CONFLICT (kind, name) DO UPDATE
+SET concurrency = excluded.concurrency, rate = excluded.rate,
+    rate_period = excluded.rate_period, updated_at = excluded.updated_at;
+
+-- name: clear_limits
+-- description: Remove a queue's or an actor's limits and its counted starts.
+WITH gone AS (
+    DELETE FROM limit_starts WHERE kind = %(kind)s AND name = %(name)s
+)
+DELETE FROM limits WHERE kind = %(kind)s AND name = %(name)s;
+
+-- name: get_limits
+-- description: Every limit, by kind and name.
+SELECT kind, name, concurrency, rate, rate_period FROM limits ORDER BY kind, name;
+
+-- name: queue_depths
+-- description: Jobs per queue and state, with the oldest due queued job's wait in seconds.
+SELECT queue, state, count(*) AS n,
+       extract(epoch FROM now() - min(run_at) FILTER (WHERE state = 'queued'
+                                                      AND run_at <= now()))::float8 AS oldest_s
+FROM jobs
+GROUP BY queue, state;
+
+-- name: queue_controls
+-- description: Every queue row (pause state).
+SELECT name, paused, paused_at, paused_by FROM queues ORDER BY name;
 
 -- name: complete
 -- description: Write a batch of run outcomes, each fenced by (id, attempt, worker, running).

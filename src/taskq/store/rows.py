@@ -61,6 +61,9 @@ class Codec:
             last_error=r["last_error"],
             dead_reason=r["dead_reason"],
             result=_json(r["result"]),
+            snooze_count=r["snooze_count"],
+            cancelled_at=self.maybe_time(r["cancelled_at"]),
+            cancelled_by=r["cancelled_by"],
         )
 
     def claimed(self, rows: Iterable[Row]) -> list[ClaimedJob]:
@@ -78,6 +81,7 @@ class Codec:
                 crash_count=r["crash_count"],
                 max_crashes=r["max_crashes"],
                 idempotent=bool(r["idempotent"]),
+                snooze_count=r["snooze_count"],
             )
             for r in ordered
         ]

@@ -34,14 +34,17 @@ from ..jobs import (
     ClaimedJob,
     Job,
     JobSpec,
+    Limits,
     Outcome,
     OutcomeKind,
+    QueueInfo,
     RescuedJob,
     WorkerInfo,
 )
 from ..logs import get_logger
 from ..settings import sqlite_path
 from .drift import config_differences
+from .queues import ACTOR, QUEUE, limits_from_row, overview
 from .rows import Codec
 from .sqlfile import load_migrations, load_queries
 
@@ -455,8 +458,56 @@ class SqliteStore:
 
     def _claim(self, params: dict[str, Any]) -> list[Any]:
         version, _ = self._marker()  # before the claim: later commits wake wait_for_jobs
-        rows = self._write(lambda: self._db.execute(Q["claim"], params).fetchall())
+        rows = self._write(self._claim_rows, params)
         self._claim_marker = (version, self._own_commits)
+        return rows
+
+    def _claim_rows(self, params: dict[str, Any]) -> list[Any]:
+        """Inside the claim's BEGIN IMMEDIATE: no other writer runs until it commits, so
+        the limits read here cannot race another claim."""
+        db = self._db
+        if not db.execute(Q["limits_exist"], params).fetchone()["found"]:
+            return db.execute(Q["claim"], params).fetchall()
+        return self._claim_limited(params)
+
+    def _claim_limited(self, params: dict[str, Any]) -> list[Any]:
+        """Each queue and actor gets at most its room: min(concurrency - running, rate -
+        starts in the window). Each open queue offers its first ``limit`` due jobs; taken
+        in claim order while every room they fall under has space, up to ``limit``."""
+        db, limit = self._db, params["limit"]
+        db.execute(Q["prune_limit_starts"], params)
+        rooms = {(r["kind"], r["name"]): r["room"] for r in db.execute(Q["limit_rooms"], params)}
+        blocked = [n for (k, n), room in rooms.items() if k == ACTOR and room <= 0]
+        exclude = json.dumps(json.loads(params["exclude_actors"]) + blocked)
+        candidates: list[Any] = []
+        for queue in [r["name"] for r in db.execute(Q["unpaused_queues"], params)]:
+            if rooms.get((QUEUE, queue), 1) > 0:
+                candidates += db.execute(
+                    Q["claim_candidates"],
+                    {
+                        "queue": queue,
+                        "now": params["now"],
+                        "exclude_actors": exclude,
+                        "limit": limit,
+                    },
+                ).fetchall()
+        candidates.sort(key=lambda c: (c["priority"], c["run_at"], c["id"]))
+        taken: dict[tuple[str, str], int] = {}
+        picked: list[str] = []
+        for c in candidates:
+            keys = [k for k in ((QUEUE, c["queue"]), (ACTOR, c["actor"])) if k in rooms]
+            if any(taken.get(k, 0) >= rooms[k] for k in keys):
+                continue
+            for k in keys:
+                taken[k] = taken.get(k, 0) + 1
+            picked.append(c["id"])
+            if len(picked) >= limit:
+                break
+        if not picked:
+            return []
+        ids = json.dumps(picked)
+        rows = db.execute(Q["claim_ids"], {**params, "ids": ids}).fetchall()
+        db.execute(Q["count_limit_starts"], {"ids": ids, "now": params["now"]})
         return rows
 
     async def claim(
@@ -479,6 +530,38 @@ class SqliteStore:
         }
         rows = await self._run(self._claim, params)
         return CODEC.claimed(rows)
+
+    # -- queue controls --------------------------------------------------------------
+    async def set_queue_paused(self, name: str, paused: bool, *, by: str | None = None) -> None:
+        params = {"name": name, "paused": int(paused), "by": by, "now": time.time()}
+        await self._run(self._write, self._db.execute, Q["pause_queue"], params)
+
+    def _set_limits(self, kind: str, name: str, limits: Limits) -> None:
+        params: dict[str, Any] = {"kind": kind, "name": name, "now": time.time()}
+        if not limits:
+            self._db.execute(Q["clear_limits"], params)
+            self._db.execute(Q["clear_limit_starts"], params)
+            return
+        params["concurrency"] = limits.concurrency
+        params["rate"] = limits.rate.count if limits.rate else None
+        params["rate_period"] = limits.rate.period if limits.rate else None
+        self._db.execute(Q["set_limits"], params)
+
+    async def set_limits(self, kind: str, name: str, limits: Limits) -> None:
+        await self._run(self._write, self._set_limits, kind, name, limits)
+
+    async def get_limits(self) -> dict[tuple[str, str], Limits]:
+        rows = await self._run(lambda: self._db.execute(Q["get_limits"]).fetchall())
+        return {(r["kind"], r["name"]): limits_from_row(r) for r in rows}
+
+    def _queue_overview(self) -> list[QueueInfo]:
+        db = self._db
+        depths = db.execute(Q["queue_depths"], {"now": time.time()}).fetchall()
+        controls = db.execute(Q["queue_controls"]).fetchall()
+        return overview(CODEC, depths, controls, db.execute(Q["get_limits"]).fetchall())
+
+    async def queue_overview(self) -> list[QueueInfo]:
+        return await self._run(self._queue_overview)
 
     def _crash(
         self, runs: Sequence[tuple[str, int, str, str | None]], now: float

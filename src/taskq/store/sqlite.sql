@@ -56,14 +56,16 @@ VALUES (:id, :actor, :queue, :args, :kwargs, :priority, coalesce(:run_at, :now),
 -- description: One job by id.
 SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
        crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
-       worker_id, lease_expires_at, last_error, dead_reason, result
+       worker_id, lease_expires_at, last_error, dead_reason, result, snooze_count,
+       cancelled_at, cancelled_by
 FROM jobs WHERE id = :id;
 
 -- name: list_jobs
 -- description: Jobs newest first (UUIDv7 ids are time-ordered), optionally by state/queue.
 SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
        crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
-       worker_id, lease_expires_at, last_error, dead_reason, result
+       worker_id, lease_expires_at, last_error, dead_reason, result, snooze_count,
+       cancelled_at, cancelled_by
 FROM jobs
 WHERE (:state IS NULL OR state = :state) AND (:queue IS NULL OR queue = :queue)
 ORDER BY id DESC
@@ -160,6 +162,8 @@ WHERE worker_id = :worker_id AND state = 'running';
 
 -- name: claim
 -- description: Claim up to n due queued jobs in (priority, run_at, id) order.
+-- Paused queues are skipped, and so are queues and actors with limits: when limits
+-- apply, the store claims through limit_rooms / claim_candidates / claim_ids instead.
 UPDATE jobs
 SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
     lease_expires_at = :now + :lease, started_at = :now
@@ -167,13 +171,121 @@ WHERE id IN (
     SELECT id FROM jobs
     WHERE state = 'queued'
       AND queue IN (SELECT value FROM json_each(:queues))
+      AND queue NOT IN (SELECT name FROM queues WHERE paused)
+      AND queue NOT IN (SELECT name FROM limits WHERE kind = 'queue')
       AND run_at <= :now
       AND actor NOT IN (SELECT value FROM json_each(:exclude_actors))
+      AND actor NOT IN (SELECT name FROM limits WHERE kind = 'actor')
     ORDER BY priority, run_at, id
     LIMIT :limit
 )
 RETURNING id, actor, queue, args, kwargs, attempt, max_attempts, crash_count, max_crashes,
-          idempotent, priority, run_at;
+          idempotent, priority, run_at, snooze_count;
+
+-- name: limits_exist
+-- description: Does any limit apply to a claim on these queues?
+SELECT EXISTS (SELECT 1 FROM limits
+               WHERE kind = 'actor' OR (kind = 'queue'
+                                        AND name IN (SELECT value FROM json_each(:queues))))
+       AS found;
+
+-- name: prune_limit_starts
+-- description: Forget the starts that left every rate limit's window.
+DELETE FROM limit_starts
+WHERE EXISTS (SELECT 1 FROM limits l
+              WHERE l.kind = limit_starts.kind AND l.name = limit_starts.name
+                AND l.rate IS NOT NULL
+                AND limit_starts.started_at <= :now - l.rate_period);
+
+-- name: limit_rooms
+-- description: How many more jobs each limit that applies lets start now (may be <= 0).
+SELECT l.kind, l.name,
+       min(CASE WHEN l.concurrency IS NULL THEN :limit
+                ELSE l.concurrency - (
+                    SELECT count(*) FROM jobs j
+                    WHERE j.state = 'running'
+                      AND CASE l.kind WHEN 'queue' THEN j.queue ELSE j.actor END = l.name)
+           END,
+           CASE WHEN l.rate IS NULL THEN :limit
+                ELSE l.rate - (
+                    SELECT count(*) FROM limit_starts s
+                    WHERE s.kind = l.kind AND s.name = l.name
+                      AND s.started_at > :now - l.rate_period)
+           END) AS room
+FROM limits l
+WHERE l.kind = 'actor' OR l.name IN (SELECT value FROM json_each(:queues));
+
+-- name: unpaused_queues
+-- description: Which of these queues are not paused.
+SELECT value AS name FROM json_each(:queues)
+WHERE value NOT IN (SELECT name FROM queues WHERE paused);
+
+-- name: claim_candidates
+-- description: A queue's first due queued jobs in claim order.
+SELECT id, queue, actor, priority, run_at FROM jobs
+WHERE state = 'queued' AND queue = :queue AND run_at <= :now
+  AND actor NOT IN (SELECT value FROM json_each(:exclude_actors))
+ORDER BY priority, run_at, id
+LIMIT :limit;
+
+-- name: claim_ids
+-- description: Claim the picked jobs (the limited claim's last step).
+UPDATE jobs
+SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
+    lease_expires_at = :now + :lease, started_at = :now
+WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'queued'
+RETURNING id, actor, queue, args, kwargs, attempt, max_attempts, crash_count, max_crashes,
+          idempotent, priority, run_at, snooze_count;
+
+-- name: count_limit_starts
+-- description: Record one start per claimed job per rate limit it falls under.
+INSERT INTO limit_starts (kind, name, started_at)
+SELECT l.kind, l.name, :now
+FROM jobs j
+JOIN limits l ON l.rate IS NOT NULL
+             AND l.name = CASE l.kind WHEN 'queue' THEN j.queue ELSE j.actor END
+WHERE j.id IN (SELECT value FROM json_each(:ids));
+
+-- name: pause_queue
+-- description: Pause or resume a queue (paused queues are skipped by every claim).
+INSERT INTO queues (name, paused, paused_at, paused_by, updated_at)
+VALUES (:name, :paused, CASE WHEN :paused THEN :now END, CASE WHEN :paused THEN :by END, :now)
+ON CONFLICT (name) DO UPDATE
+SET paused = excluded.paused,
+    paused_at = CASE WHEN excluded.paused THEN coalesce(queues.paused_at, excluded.paused_at) END,
+    paused_by = CASE WHEN excluded.paused THEN coalesce(queues.paused_by, excluded.paused_by) END,
+    updated_at = excluded.updated_at;
+
+-- name: set_limits
+-- description: Set a queue's or an actor's limits (insert or overwrite).
+INSERT INTO limits (kind, name, concurrency, rate, rate_period, updated_at)
+VALUES (:kind, :name, :concurrency, :rate, :rate_period, :now)
+ON CONFLICT (kind, name) DO UPDATE
+SET concurrency = excluded.concurrency, rate = excluded.rate,
+    rate_period = excluded.rate_period, updated_at = excluded.updated_at;
+
+-- name: clear_limits
+-- description: Remove a queue's or an actor's limits.
+DELETE FROM limits WHERE kind = :kind AND name = :name;
+
+-- name: clear_limit_starts
+-- description: Forget a removed limit's counted starts.
+DELETE FROM limit_starts WHERE kind = :kind AND name = :name;
+
+-- name: get_limits
+-- description: Every limit, by kind and name.
+SELECT kind, name, concurrency, rate, rate_period FROM limits ORDER BY kind, name;
+
+-- name: queue_depths
+-- description: Jobs per queue and state, with the oldest due queued job's wait in seconds.
+SELECT queue, state, count(*) AS n,
+       :now - min(CASE WHEN state = 'queued' AND run_at <= :now THEN run_at END) AS oldest_s
+FROM jobs
+GROUP BY queue, state;
+
+-- name: queue_controls
+-- description: Every queue row (pause state).
+SELECT name, paused, paused_at, paused_by FROM queues ORDER BY name;
 
 -- name: due_job_exists
 -- description: Is any job due on these queues? (the cheap check behind wait_for_jobs)

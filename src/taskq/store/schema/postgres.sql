@@ -36,11 +36,45 @@ CREATE TABLE jobs (
     last_error text,
     dead_reason text,
     result json,
+    snooze_count integer NOT NULL DEFAULT 0,
+    cancelled_at timestamp with time zone,
+    cancelled_by text,
     CONSTRAINT jobs_attempt_check CHECK (((attempt >= 0) AND (crash_count >= 0))),
     CONSTRAINT jobs_dead_reason_check CHECK (((state = 'dead'::text) = (dead_reason IS NOT NULL))),
     CONSTRAINT jobs_pkey PRIMARY KEY (id),
     CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'dead'::text, 'cancelled'::text])))
 ) WITH (autovacuum_analyze_scale_factor=0.02, autovacuum_vacuum_cost_delay=1, autovacuum_vacuum_insert_scale_factor=0.05, autovacuum_vacuum_scale_factor=0.02, fillfactor=80);
+
+CREATE TABLE limit_starts (
+    kind text NOT NULL,
+    name text NOT NULL,
+    started_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE limits (
+    kind text NOT NULL,
+    name text NOT NULL,
+    concurrency integer,
+    rate integer,
+    rate_period double precision,
+    updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT limits_check CHECK (((rate IS NULL) = (rate_period IS NULL))),
+    CONSTRAINT limits_check1 CHECK (((concurrency IS NOT NULL) OR (rate IS NOT NULL))),
+    CONSTRAINT limits_concurrency_check CHECK ((concurrency >= 1)),
+    CONSTRAINT limits_kind_check CHECK ((kind = ANY (ARRAY['queue'::text, 'actor'::text]))),
+    CONSTRAINT limits_pkey PRIMARY KEY (kind, name),
+    CONSTRAINT limits_rate_check CHECK ((rate >= 1)),
+    CONSTRAINT limits_rate_period_check CHECK ((rate_period > (0)::double precision))
+);
+
+CREATE TABLE queues (
+    name text NOT NULL,
+    paused boolean NOT NULL DEFAULT false,
+    paused_at timestamp with time zone,
+    paused_by text,
+    updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT queues_pkey PRIMARY KEY (name)
+);
 
 CREATE TABLE schema_migrations (
     version text NOT NULL,
@@ -65,6 +99,8 @@ CREATE INDEX jobs_claim_idx ON jobs USING btree (queue, priority, run_at, id) WH
 CREATE INDEX jobs_prune_idx ON jobs USING btree (finished_at) WHERE (state = 'succeeded'::text);
 
 CREATE INDEX jobs_running_idx ON jobs USING btree (worker_id) WHERE (state = 'running'::text);
+
+CREATE INDEX limit_starts_idx ON limit_starts USING btree (kind, name, started_at);
 
 CREATE INDEX workers_wg_lookup_idx ON workers USING btree (workgroup_instance, worker_label, last_seen_at DESC) WHERE (workgroup_instance IS NOT NULL);
 

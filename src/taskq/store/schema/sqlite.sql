@@ -35,8 +35,34 @@ CREATE TABLE jobs (
     lease_expires_at REAL,
     last_error       TEXT,
     dead_reason      TEXT,
-    result           TEXT,
+    result           TEXT, snooze_count INTEGER NOT NULL DEFAULT 0, cancelled_at REAL, cancelled_by TEXT,
     CHECK ((state = 'dead') = (dead_reason IS NOT NULL))
+);
+
+CREATE TABLE limit_starts (
+    kind       TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    started_at REAL NOT NULL
+);
+
+CREATE TABLE limits (
+    kind        TEXT    NOT NULL CHECK (kind IN ('queue', 'actor')),
+    name        TEXT    NOT NULL,
+    concurrency INTEGER CHECK (concurrency >= 1),
+    rate        INTEGER CHECK (rate >= 1),
+    rate_period REAL    CHECK (rate_period > 0),
+    updated_at  REAL    NOT NULL,
+    PRIMARY KEY (kind, name),
+    CHECK ((rate IS NULL) = (rate_period IS NULL)),
+    CHECK (concurrency IS NOT NULL OR rate IS NOT NULL)
+);
+
+CREATE TABLE queues (
+    name       TEXT    PRIMARY KEY,
+    paused     INTEGER NOT NULL DEFAULT 0,
+    paused_at  REAL,
+    paused_by  TEXT,
+    updated_at REAL    NOT NULL
 );
 
 CREATE TABLE schema_migrations (
@@ -60,6 +86,8 @@ CREATE INDEX jobs_claim_idx ON jobs (queue, priority, run_at, id) WHERE state = 
 CREATE INDEX jobs_prune_idx ON jobs (finished_at) WHERE state = 'succeeded';
 
 CREATE INDEX jobs_running_idx ON jobs (worker_id) WHERE state = 'running';
+
+CREATE INDEX limit_starts_idx ON limit_starts (kind, name, started_at);
 
 CREATE INDEX workers_wg_lookup_idx ON workers (workgroup_instance, worker_label, last_seen_at DESC)
     WHERE workgroup_instance IS NOT NULL;

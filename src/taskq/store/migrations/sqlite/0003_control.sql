@@ -1,0 +1,42 @@
+-- Control of running work: paused queues, fleet-wide limits, snoozes, and cancelling a
+-- running job. Times are REAL unix seconds.
+
+-- snooze_count: times the job snoozed (taskq.Snooze); no attempt is charged for those.
+-- cancelled_at / cancelled_by: when and by whom a cancel was asked for. On a running job
+-- they mean "cancel requested": the run that holds it ends `cancelled`, whatever it does.
+ALTER TABLE jobs ADD COLUMN snooze_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN cancelled_at REAL;
+ALTER TABLE jobs ADD COLUMN cancelled_by TEXT;
+
+-- One row per queue an operator has acted on. A paused queue is skipped by every claim.
+CREATE TABLE queues (
+    name       TEXT    PRIMARY KEY,
+    paused     INTEGER NOT NULL DEFAULT 0,
+    paused_at  REAL,
+    paused_by  TEXT,
+    updated_at REAL    NOT NULL
+);
+
+-- Fleet-wide limits of a queue or an actor: at most `concurrency` running jobs, at most
+-- `rate` starts in any `rate_period` seconds (claims are serialised by BEGIN IMMEDIATE).
+CREATE TABLE limits (
+    kind        TEXT    NOT NULL CHECK (kind IN ('queue', 'actor')),
+    name        TEXT    NOT NULL,
+    concurrency INTEGER CHECK (concurrency >= 1),
+    rate        INTEGER CHECK (rate >= 1),
+    rate_period REAL    CHECK (rate_period > 0),
+    updated_at  REAL    NOT NULL,
+    PRIMARY KEY (kind, name),
+    CHECK ((rate IS NULL) = (rate_period IS NULL)),
+    CHECK (concurrency IS NOT NULL OR rate IS NOT NULL)
+);
+
+-- The starts a rate limit counts (a sliding window): one row per claimed job per rate
+-- limit it falls under; rows older than the period are deleted by the next claim.
+CREATE TABLE limit_starts (
+    kind       TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    started_at REAL NOT NULL
+);
+
+CREATE INDEX limit_starts_idx ON limit_starts (kind, name, started_at);

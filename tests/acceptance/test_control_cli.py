@@ -1,0 +1,67 @@
+"""``taskq queues`` (list, pause, resume, limit) and ``taskq jobs cancel`` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.acceptance.test_cli import assert_one_line_error, taskq
+
+QUEUE_KEYS = {
+    "name",
+    "depth",
+    "oldest_age_s",
+    "running",
+    "paused",
+    "concurrency_limit",
+    "rate_limit",
+}
+
+
+@pytest.fixture
+def migrated(target):
+    taskq(target, "migrate")
+    return target
+
+
+def queues_json(target) -> dict[str, dict]:
+    return {q["name"]: q for q in json.loads(taskq(target, "queues", "--json").stdout)}
+
+
+def test_queues_lists_pauses_resumes_and_limits(migrated):
+    t = migrated
+    for _ in range(2):
+        taskq(t, "enqueue", "some_actor", "--queue", "mail")
+    rows = queues_json(t)
+    assert set(rows["mail"]) >= QUEUE_KEYS
+    assert rows["mail"]["depth"]["queued"] == 2 and rows["mail"]["running"] == 0
+    assert rows["mail"]["oldest_age_s"] >= 0 and rows["mail"]["paused"] is False
+
+    assert "paused queue mail" in taskq(t, "queues", "pause", "mail").stdout
+    assert queues_json(t)["mail"]["paused"] is True
+    assert "yes" in taskq(t, "queues").stdout
+    taskq(t, "queues", "resume", "mail")
+    assert queues_json(t)["mail"]["paused"] is False
+
+    taskq(t, "queues", "limit", "mail", "--concurrency", "3")
+    taskq(t, "queues", "limit", "mail", "--rate", "10/minute")  # keeps the concurrency
+    row = queues_json(t)["mail"]
+    assert (row["concurrency_limit"], row["rate_limit"]) == (3, "10/minute")
+    taskq(t, "queues", "limit", "mail", "--clear")
+    row = queues_json(t)["mail"]
+    assert (row["concurrency_limit"], row["rate_limit"]) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("queues", "limit", "mail"), "give --concurrency"),
+        (("queues", "limit", "mail", "--rate", "5/day"), "invalid rate"),
+        (("queues", "limit", "mail", "--concurrency", "0"), "expected an integer >= 1"),
+        (("queues", "limit", "mail", "--clear", "--concurrency", "2"), "--clear alone"),
+        (("queues", "pause", "no such queue"), "invalid queue name"),
+    ],
+)
+def test_bad_queue_commands_are_one_line(migrated, args, fragment):
+    assert_one_line_error(taskq(migrated, *args, check=False), fragment)

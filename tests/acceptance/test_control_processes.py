@@ -1,0 +1,84 @@
+"""Controls across real ``taskq worker`` processes, on both stores: a paused queue holds
+in every worker; fleet-wide limits hold across workers, read from the jobs' own records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from taskq import AsyncClient
+from tests import control_actors as actors
+from tests.helpers import wait_until
+from tests.worker_harness import WorkerProcess, wait_for_states
+
+pytestmark = pytest.mark.slow
+
+ACTORS = "tests.control_actors:registry"
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Path:
+    return tmp_path / "ledger.log"
+
+
+@pytest.fixture
+def release(tmp_path: Path) -> Path:
+    path = tmp_path / "release"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def spawn(target, ledger: Path, tmp_path: Path):
+    started: list[WorkerProcess] = []
+
+    def start(*args: str) -> WorkerProcess:
+        env = {**target.env, "TASKQ_TEST_RUNS": str(ledger)}
+        worker = WorkerProcess(
+            target,
+            "--actors",
+            ACTORS,
+            *args,
+            env=env,
+            log_path=tmp_path / f"worker{len(started)}.log",
+        )
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+@pytest.fixture
+async def client(target):
+    async with AsyncClient(target.dsn, schema=target.schema) as c:
+        await c.store.migrate()
+        yield c
+
+
+async def test_a_paused_queue_holds_in_every_worker_and_resumes(
+    client, spawn, ledger, release, target
+):
+    await client.pause_queue("default")
+    paused_ids = [await client.enqueue(actors.remember, f"p{i}") for i in range(6)]
+    # one held job per worker (concurrency 1 each): both workers claim after the pause
+    held_ids = [await client.enqueue(actors.held, f"h{i}", str(release)) for i in range(2)]
+    workers = [spawn("--queues", "default,held", "--max-concurrency", "1") for _ in range(2)]
+    wait_until(
+        lambda: actors.count(ledger, "start", "h") == 2,
+        timeout=60,
+        what="each worker to start a held job",
+    )
+    assert len(actors.pids_of(ledger, "start")) == 2  # both workers claimed
+    for i in range(2):
+        (release / f"h{i}").touch()
+    await wait_for_states(client.store, held_ids, {"succeeded"})
+    jobs = [await client.get(i) for i in paused_ids]
+    assert {j.state for j in jobs} == {"queued"} and {j.attempts for j in jobs} == {0}
+    assert actors.count(ledger, "run", "p") == 0
+    await client.resume_queue("default")
+    await wait_for_states(client.store, paused_ids, {"succeeded"})
+    assert {j.attempts for j in [await client.get(i) for i in paused_ids]} == {1}
+    assert all(w.proc.poll() is None for w in workers)

@@ -1,0 +1,88 @@
+"""Actors for the control tests (pause, limits, snooze, cancel), run by real workers.
+
+Each run appends ``<event> <key> <pid>`` to the ledger named by ``TASKQ_TEST_RUNS``
+(O_APPEND: each line lands whole, in the order the writes happened), so a test reads
+what the jobs themselves saw: how many ran at once, how many started, which were stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from taskq import Registry
+from tests.worker_actors import record
+
+registry = Registry()
+
+
+@registry.actor(idempotent=True)
+async def remember(key: str) -> str:
+    record("run", key)
+    return key
+
+
+@registry.actor(queue="held", idempotent=True)
+async def held(key: str, release_dir: str) -> str:
+    """Runs until the file ``release_dir/key`` exists."""
+    record("start", key)
+    while not (Path(release_dir) / key).exists():  # noqa: ASYNC110 (another process writes it)
+        await asyncio.sleep(0.02)
+    record("end", key)
+    return key
+
+
+@registry.actor(queue="limited", idempotent=True)
+async def tracked(key: str, hold: float = 0.05) -> str:
+    """Records its start and end; takes ``hold`` seconds in between."""
+    record("start", key)
+    try:
+        await asyncio.sleep(hold)
+    finally:
+        record("end", key)
+    return key
+
+
+@registry.actor(queue="limited", idempotent=True)
+def tracked_sync(key: str, hold: float = 0.05) -> str:
+    record("start", key)
+    try:
+        time.sleep(hold)
+    finally:
+        record("end", key)
+    return key
+
+
+def ledger(path: str | Path) -> list[tuple[str, str]]:
+    try:
+        lines = Path(path).read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    return [(parts[0], parts[1]) for parts in (line.split() for line in lines)]
+
+
+def peak_overlap(path: str | Path, prefix: str = "") -> int:
+    """The most runs (keys starting with ``prefix``) that were between start and end at once."""
+    running = peak = 0
+    for event, key in ledger(path):
+        if not key.startswith(prefix):
+            continue
+        if event == "start":
+            running += 1
+            peak = max(peak, running)
+        elif event == "end":
+            running -= 1
+    return peak
+
+
+def count(path: str | Path, event: str, prefix: str = "") -> int:
+    return sum(1 for e, k in ledger(path) if e == event and k.startswith(prefix))
+
+
+def pids_of(path: str | Path, event: str) -> set[str]:
+    try:
+        lines = Path(path).read_text().splitlines()
+    except FileNotFoundError:
+        return set()
+    return {line.split()[2] for line in lines if line.split()[0] == event}

@@ -1,0 +1,161 @@
+"""Queue controls in the store and the client, on both engines: pause and resume, the
+queue overview, fleet-wide concurrency and rate limits per queue and per actor."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from taskq import AsyncClient
+from taskq.exceptions import ConfigError
+from taskq.ids import uuid7
+from taskq.jobs import Limits, Rate
+
+from .storekit import another_store, spec
+
+LEASE = 30.0
+
+
+async def claim(store, queues=("a", "b"), limit=100, worker=None):
+    return await store.claim(worker or uuid7(), list(queues), limit, LEASE)
+
+
+@pytest.fixture
+async def client(store):
+    async with AsyncClient(store=store) as c:
+        yield c
+
+
+async def test_a_paused_queue_is_skipped_and_resumes_with_no_attempt_charged(store, client):
+    await store.enqueue([spec(queue="a") for _ in range(3)] + [spec(queue="b") for _ in range(2)])
+    await client.pause_queue("a", by="ops@test")
+    got = await claim(store)
+    assert sorted(j.queue for j in got) == ["b", "b"]
+    (a,) = [q for q in await client.queues() if q.name == "a"]
+    assert a.paused and a.paused_by == "ops@test" and a.paused_at is not None
+    assert a.depth["queued"] == 3
+    queued = await store.list_jobs(state="queued")
+    assert {j.attempts for j in queued} == {0}
+    await client.resume_queue("a")
+    got = await claim(store)
+    assert sorted(j.queue for j in got) == ["a", "a", "a"]
+    assert {j.attempt for j in got} == {1}
+    (a,) = [q for q in await client.queues() if q.name == "a"]
+    assert not a.paused and a.paused_by is None
+
+
+async def test_pausing_twice_keeps_the_first_pause(store, client):
+    await client.pause_queue("a", by="first")
+    await client.pause_queue("a", by="second")
+    (a,) = await client.queues()
+    assert a.paused_by == "first"
+
+
+async def test_the_overview_counts_every_state_and_the_oldest_due_wait(store, client):
+    await store.enqueue([spec(queue="a") for _ in range(3)])
+    worker = uuid7()
+    await claim(store, ["a"], limit=1, worker=worker)
+    await client.set_queue_limits("c", concurrency=2, rate="5/minute")
+    rows = {q.name: q for q in await client.queues()}
+    assert sorted(rows) == ["a", "c"]
+    assert rows["a"].depth == {
+        "queued": 2,
+        "running": 1,
+        "succeeded": 0,
+        "dead": 0,
+        "cancelled": 0,
+    }
+    assert rows["a"].running == 1
+    assert rows["a"].oldest_age_s is not None and rows["a"].oldest_age_s >= 0
+    assert rows["c"].oldest_age_s is None
+    d = rows["c"].to_dict()
+    assert d["concurrency_limit"] == 2 and d["rate_limit"] == "5/minute"
+    assert set(d) >= {"name", "depth", "oldest_age_s", "running", "paused"}
+
+
+async def test_a_concurrency_limit_caps_running_jobs_across_claimers(store, client, target):
+    await client.set_queue_limits("a", concurrency=3)
+    await store.enqueue([spec(queue="a") for _ in range(10)] + [spec(queue="b") for _ in range(4)])
+    async with another_store(target) as other:
+        first = await claim(store)
+        second = await claim(other)
+    got = first + second
+    assert sum(j.queue == "a" for j in got) == 3
+    assert sum(j.queue == "b" for j in got) == 4  # the other queue is not held back
+    assert await claim(store) == []
+    # a finished job frees its slot
+    done = next(j for j in got if j.queue == "a")
+    from taskq.jobs import Outcome, OutcomeKind
+
+    worker = (await store.get_job(done.id)).worker_id
+    await store.complete(worker, [Outcome(done.id, done.attempt, OutcomeKind.SUCCEEDED)])
+    again = await claim(store)
+    assert [j.queue for j in again] == ["a"]
+
+
+async def test_concurrent_claimers_never_exceed_the_limit(store, client, target):
+    await client.set_queue_limits("a", concurrency=4)
+    await store.enqueue([spec(queue="a") for _ in range(40)])
+    stores = []
+    try:
+        for _ in range(6):
+            s = another_store(target)
+            stores.append((s, await s.__aenter__()))
+        results = await asyncio.gather(*(claim(s, limit=3) for _, s in stores))
+    finally:
+        for cm, _ in stores:
+            await cm.__aexit__(None, None, None)
+    assert sum(len(r) for r in results) == 4
+    assert (await store.stats())["running"] == 4
+
+
+async def test_a_rate_limit_caps_starts_in_the_window(store, client):
+    await client.set_queue_limits("a", rate="2/minute")
+    await store.enqueue([spec(queue="a") for _ in range(5)])
+    first = await claim(store)
+    assert len(first) == 2
+    assert await claim(store) == []  # finished or not, the starts are counted
+    assert (await store.stats())["queued"] == 3
+
+
+async def test_an_actor_limit_holds_across_queues(store, client):
+    await client.set_actor_limits("slow", concurrency=2)
+    await store.enqueue(
+        [spec("slow", queue="a") for _ in range(3)]
+        + [spec("slow", queue="b") for _ in range(3)]
+        + [spec("fast", queue="a") for _ in range(3)]
+    )
+    got = await claim(store)
+    assert sum(j.actor == "slow" for j in got) == 2
+    assert sum(j.actor == "fast" for j in got) == 3
+
+
+async def test_a_queue_and_an_actor_limit_both_hold(store, client):
+    await client.set_queue_limits("a", concurrency=3)
+    await client.set_actor_limits("slow", concurrency=1)
+    await store.enqueue([spec("slow", queue="a") for _ in range(3)])
+    await store.enqueue([spec("fast", queue="a") for _ in range(3)])
+    got = await claim(store)
+    assert sorted(j.actor for j in got) == ["fast", "fast", "slow"]
+
+
+async def test_clearing_limits_frees_the_queue(store, client):
+    await client.set_queue_limits("a", concurrency=1, rate="1/hour")
+    await store.enqueue([spec(queue="a") for _ in range(3)])
+    assert len(await claim(store)) == 1
+    assert await claim(store) == []
+    await client.set_queue_limits("a")
+    assert await client.limits() == {}
+    assert len(await claim(store)) == 2
+
+
+async def test_limits_and_rates_are_checked(client):
+    assert (await client.limits()) == {}
+    await client.set_queue_limits("a", rate=Rate(10, 1.0))
+    assert (await client.limits())[("queue", "a")] == Limits(rate=Rate(10, 1.0))
+    for bad in ({"concurrency": 0}, {"concurrency": "3"}, {"rate": "10/day"}, {"rate": "x"}):
+        with pytest.raises(ConfigError):
+            await client.set_queue_limits("a", **bad)
+    with pytest.raises(ConfigError):
+        await client.pause_queue("not a queue")
