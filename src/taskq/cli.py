@@ -520,10 +520,10 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
-    logs.configure()
     if ns.command in ("worker", "workgroup") and "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # `--actors myapp.tasks:registry` from the app's directory
     try:
+        logs.configure()  # a bad TASKQ_LOG_LEVEL / TASKQ_LOG_FORMAT is one `taskq:` line
         return COMMANDS[ns.command](ns)
     except TaskqError as exc:
         print(f"taskq: {exc}", file=sys.stderr)

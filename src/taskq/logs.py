@@ -1,10 +1,18 @@
 """Structured logs: one JSON object per line (``event``, ``level``, ``timestamp``, fields).
 
 ``TASKQ_LOG_FORMAT`` picks ``json`` or ``console``; the default is console on a TTY,
-JSON otherwise. Every taskq module logs through ``get_logger(__name__)``::
+JSON otherwise. ``TASKQ_LOG_LEVEL`` (default ``INFO``) is the level of taskq's own
+records and of the records an actor logs. Every taskq module logs through
+``get_logger(__name__)``::
 
     log = get_logger(__name__)
     log.warning("workgroup.restart_scheduled", worker="api", reason="child_exit", delay=0.4)
+
+Actors log with plain ``logging``: while a job runs, ``job_context`` holds its ``job``,
+``actor``, ``attempt`` and ``queue`` in a context variable (copied into the thread of a
+sync actor, sent along to a CPU pool process), and every record emitted meanwhile, by
+any logger at the configured level and up, comes out with those fields. Outside a job,
+other libraries' records come out at WARNING and up.
 """
 
 from __future__ import annotations
@@ -14,11 +22,37 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
+from .exceptions import ConfigError
+
 _FIELDS = "taskq_fields"
+_JOB = "taskq_job"
 _configured = False
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+FORMATS = ("json", "console")
+
+#: the job being run in this context: {"job", "actor", "attempt", "queue"}
+_job: ContextVar[Mapping[str, Any] | None] = ContextVar("taskq_job", default=None)
+
+
+@contextmanager
+def job_context(fields: Mapping[str, Any]) -> Iterator[None]:
+    """Attach ``fields`` to every log record emitted in this context until it ends."""
+    token = _job.set(fields)
+    try:
+        yield
+    finally:
+        _job.reset(token)
+
+
+def job_fields() -> Mapping[str, Any] | None:
+    """The fields of the job running in this context, if any."""
+    return _job.get()
 
 
 class _Logger:
@@ -56,6 +90,28 @@ def get_logger(name: str) -> _Logger:
     return _Logger(logging.getLogger(name))
 
 
+def _fields(record: logging.LogRecord) -> dict[str, Any]:
+    job: Mapping[str, Any] | None = getattr(record, _JOB, None)
+    own: dict[str, Any] = getattr(record, _FIELDS, {})
+    return {**job, **own} if job else own
+
+
+class _JobFilter(logging.Filter):
+    """Stamp the running job on a record; outside a job, let other libraries through
+    only at ``floor`` and up (taskq's own records have their logger's level)."""
+
+    def __init__(self, floor: int) -> None:
+        super().__init__()
+        self.floor = floor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        job = _job.get()
+        if job is not None:
+            setattr(record, _JOB, job)
+            return True
+        return record.levelno >= self.floor or record.name.startswith("taskq")
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, str | int | float | bool) or value is None:
         return value
@@ -75,7 +131,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "pid": record.process,
         }
-        for key, value in getattr(record, _FIELDS, {}).items():
+        for key, value in _fields(record).items():
             out[key] = _jsonable(value)
         if record.exc_info and record.exc_info[0] is not None:
             out["exception"] = "".join(traceback.format_exception(*record.exc_info)).rstrip()
@@ -85,7 +141,7 @@ class JsonFormatter(logging.Formatter):
 class ConsoleFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         ts = datetime.fromtimestamp(record.created).strftime("%H:%M:%S.%f")[:-3]
-        fields = " ".join(f"{k}={v}" for k, v in getattr(record, _FIELDS, {}).items())
+        fields = " ".join(f"{k}={v}" for k, v in _fields(record).items())
         line = f"{ts} {record.levelname.lower():8} {record.getMessage()}"
         if fields:
             line = f"{line}  {fields}"
@@ -94,30 +150,53 @@ class ConsoleFormatter(logging.Formatter):
         return line
 
 
+def resolve(fmt: str | None = None, level: int | str | None = None) -> tuple[str, int]:
+    """The log format and level from the arguments or the environment; ``ConfigError``
+    naming the variable and the allowed values when one is not valid."""
+    if fmt is None:
+        raw = os.environ.get("TASKQ_LOG_FORMAT", "").strip()
+        if raw and raw.lower() not in FORMATS:
+            raise ConfigError(
+                f"TASKQ_LOG_FORMAT={raw!r} is not a log format: use {' or '.join(FORMATS)}"
+            )
+        fmt = raw.lower() or ("console" if sys.stderr.isatty() else "json")
+    elif fmt not in FORMATS:
+        raise ConfigError(f"log format {fmt!r} is not one of {', '.join(FORMATS)}")
+    if isinstance(level, int):
+        return fmt, level
+    raw_level = (level or os.environ.get("TASKQ_LOG_LEVEL", "") or "INFO").strip()
+    if raw_level.upper() not in LEVELS:
+        raise ConfigError(
+            f"TASKQ_LOG_LEVEL={raw_level!r} is not a log level: use {', '.join(LEVELS)}"
+        )
+    return fmt, logging.getLevelName(raw_level.upper())
+
+
 def configure(fmt: str | None = None, level: int | str | None = None) -> None:
-    """Set up logging for a taskq process (idempotent).
+    """Set up logging for a taskq process (idempotent); ``ConfigError`` for a bad
+    ``TASKQ_LOG_FORMAT`` / ``TASKQ_LOG_LEVEL``.
 
     taskq's own loggers get ``level``; every other library's records (psycopg's pool,
-    asyncio, ...) go through the same handler at WARNING and up, so the process's stderr
-    stays one JSON object per line, with no plain-text "last resort" lines in between.
-    The Python root logger is only touched when nothing configured it yet.
+    asyncio, ...) go through the same handler at WARNING and up, or at ``level`` and up
+    while a job runs (an actor's own ``logging.info``), so the process's stderr stays one
+    JSON object per line, with no plain-text "last resort" lines in between. The Python
+    root logger is only touched when nothing configured it yet.
     """
     global _configured
-    fmt = (
-        fmt or os.environ.get("TASKQ_LOG_FORMAT") or ("console" if sys.stderr.isatty() else "json")
-    )
-    if fmt not in ("json", "console"):
-        fmt = "json"
-    level = level or os.environ.get("TASKQ_LOG_LEVEL", "INFO")
+    fmt, numeric = resolve(fmt, level)
     formatter = JsonFormatter() if fmt == "json" else ConsoleFormatter()
     ours = logging.getLogger("taskq")
-    ours.setLevel(level if isinstance(level, int) else level.upper())
+    ours.setLevel(numeric)
     if _configured:
         for handler in ours.handlers:
             handler.setFormatter(formatter)
+            for job_filter in handler.filters:
+                if isinstance(job_filter, _JobFilter):
+                    job_filter.floor = max(numeric, logging.WARNING)
         return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(formatter)
+    handler.addFilter(_JobFilter(max(numeric, logging.WARNING)))
     ours.addHandler(handler)
     ours.propagate = False
     # psycopg's pool warns once per reconnect attempt; taskq's components log an outage
@@ -126,5 +205,5 @@ def configure(fmt: str | None = None, level: int | str | None = None) -> None:
     root = logging.getLogger()
     if not root.handlers:
         root.addHandler(handler)
-        root.setLevel(logging.WARNING)
+        root.setLevel(numeric)  # the handler's filter keeps non-job records at WARNING+
     _configured = True

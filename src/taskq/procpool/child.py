@@ -11,6 +11,7 @@ covers spawn, and pipe EOF ends the idle loop.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -23,7 +24,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..logs import configure, get_logger
+from ..logs import configure, get_logger, job_context
 from ..registry import Registry, load_registry
 from .causes import memory_limit_mib
 from .protocol import (
@@ -131,7 +132,10 @@ def _run_one(registry: Registry, job: Run) -> JobReply:
 
 def _serve(conn: Connection, registry: Registry, job: Run) -> None:
     conn.send(Started(job.seq, memory_limit_mib()))
-    reply = _run_one(registry, job)
+    # the job's fields stamp the actor's log records, which this process writes to the
+    # worker's stderr in the worker's format
+    with job_context(dict(job.log_fields)) if job.log_fields else contextlib.nullcontext():
+        reply = _run_one(registry, job)
     try:
         conn.send(reply)
     except MemoryError as exc:

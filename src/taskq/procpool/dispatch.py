@@ -23,7 +23,7 @@ from ..exceptions import (
     PoolClosed,
     ProcessDied,
 )
-from ..logs import get_logger
+from ..logs import get_logger, job_fields
 from . import causes
 from .breaker import Admission, BreakerState, PoolBreaker
 from .changes import Changes
@@ -141,8 +141,14 @@ class Dispatcher:
         job.pool_generation, job.slot_generation = self._slots.generation, slot.generation
         job.memory_limit_mib, job.oom_counter = slot.memory_limit_mib, slot.oom_counter
         job.oom_before = slot.oom_counter.read() if slot.oom_counter is not None else None
+        fields = job_fields()  # the job's log context: the child's records carry it too
         message = Run(
-            next(self._seq), job.actor, job.args_json, job.kwargs_json, self._config.result_limit
+            next(self._seq),
+            job.actor,
+            job.args_json,
+            job.kwargs_json,
+            self._config.result_limit,
+            tuple(fields.items()) if fields else (),
         )
         if job.job_id is not None:
             self.running[job.job_id] = job

@@ -6,7 +6,7 @@ text end to end, the user's objects are never pickled. Both ends read them with
 
     child  -> parent  Ready(pid, memory_limit_mib)        initializers done
     child  -> parent  InitFailed(traceback)               an initializer raised; exit 70
-    parent -> child   Run(seq, actor, args_json, kwargs_json, max_result_bytes)
+    parent -> child   Run(seq, actor, args_json, kwargs_json, max_result_bytes, log_fields)
     child  -> parent  Started(seq, memory_limit_mib)      the job was received
     child  -> parent  Returned(seq, result_json)
     child  -> parent  Raised(seq, error_type, message, traceback)   the job raised
@@ -43,6 +43,8 @@ class Run:
     args_json: str
     kwargs_json: str
     max_result_bytes: int
+    #: the job's log fields (job, actor, attempt, queue): the child stamps its records
+    log_fields: tuple[tuple[str, str | int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,15 @@ def failed(job: ClaimedJob, error: str, backoff: RetryBackoff) -> Outcome:
     """A clean failure (exception, timeout): retry with full jitter or give up."""
     if job.attempt < job.max_attempts:
         delay = random.random() * backoff.ceiling(job.attempt)
+        log.warning(
+            "job-retry-scheduled",
+            job=str(job.id),
+            actor=job.actor,
+            attempt=job.attempt,
+            max_attempts=job.max_attempts,
+            delay=round(delay, 3),
+            error=error.splitlines()[0] if error else None,
+        )
         return Outcome(job.id, job.attempt, OutcomeKind.RETRY, error=error, retry_delay=delay)
     return dead(job, DeadReason.FAILED, error)
 

@@ -22,7 +22,7 @@ from typing import Any
 from .. import metrics
 from ..exceptions import JobTimedOut
 from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
-from ..logs import get_logger
+from ..logs import get_logger, job_context
 from ..registry import AnyActor, Registry
 from . import outcomes
 from .cpu_runner import CpuRunner
@@ -82,11 +82,15 @@ class Executor:
             return outcome
         started = time.perf_counter()
         result: Outcome | None
-        if plan.kind == CPU:
-            assert self._cpu is not None  # no CPU plans without a pool
-            result = await self._cpu.run(job, plan.actor, self._result_max_bytes)
-        else:
-            result = await self._run_here(job, plan)
+        # the actor's own log records (and ours about this run) carry the job's fields
+        with job_context(
+            {"job": str(job.id), "actor": job.actor, "attempt": job.attempt, "queue": job.queue}
+        ):
+            if plan.kind == CPU:
+                assert self._cpu is not None  # no CPU plans without a pool
+                result = await self._cpu.run(job, plan.actor, self._result_max_bytes)
+            else:
+                result = await self._run_here(job, plan)
         plan.duration.observe(time.perf_counter() - started)
         plan.finished["given_back" if result is None else result.kind.value].inc()
         return result

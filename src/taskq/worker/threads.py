@@ -10,6 +10,7 @@ with live jobs, plus however many abandoned ones are still running).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import queue
 import threading
 from collections.abc import Callable
@@ -34,7 +35,8 @@ class ThreadRunner:
     def submit(
         self, fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]
     ) -> asyncio.Future[Any]:
-        """Run ``fn(*args, **kwargs)`` in a thread; the future resolves on this loop."""
+        """Run ``fn(*args, **kwargs)`` in a thread, in a copy of the caller's context (so
+        the job's log fields reach the actor's records); the future resolves on this loop."""
         if self._closed:
             raise RuntimeError("the sync-actor thread pool is closed")
         loop = asyncio.get_running_loop()
@@ -44,7 +46,7 @@ class ThreadRunner:
                 self._idle -= 1
             else:
                 self._start_thread()
-        self._work.put((fn, args, kwargs, loop, future))
+        self._work.put((contextvars.copy_context(), fn, args, kwargs, loop, future))
         return future
 
     def _start_thread(self) -> None:
@@ -60,14 +62,14 @@ class ThreadRunner:
             item = self._work.get()
             if item is _STOP:
                 return
-            fn, args, kwargs, loop, future = item
+            context, fn, args, kwargs, loop, future = item
             try:
-                result = fn(*args, **kwargs)
+                result = context.run(fn, *args, **kwargs)
             except BaseException as exc:  # delivered to the awaiting consumer
                 _deliver(loop, future, None, exc)
             else:
                 _deliver(loop, future, result, None)
-            del item, fn, args, kwargs, future
+            del item, context, fn, args, kwargs, future
             with self._lock:
                 self._idle += 1
 
