@@ -39,8 +39,9 @@ from .exceptions import (  # noqa: E402
     StoreUnavailable,
     TaskqError,
 )
-from .jobs import DeadReason, Job, JobState  # noqa: E402
+from .jobs import DeadReason, Job, JobId, JobState  # noqa: E402
 from .registry import Actor, Registry, RetryBackoff  # noqa: E402
+from .unique import Unique  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -57,6 +58,7 @@ __all__ = [
     "InvalidDSN",
     "InvalidJobState",
     "Job",
+    "JobId",
     "JobNotFound",
     "JobState",
     "NotJSONSerializable",
@@ -68,5 +70,6 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "TaskqError",
+    "Unique",
     "__version__",
 ]

@@ -211,6 +211,16 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--priority", type=_int, default=None, metavar="N", help="lower runs first (default 0)"
     )
+    e.add_argument(
+        "--unique-key",
+        default=None,
+        metavar="KEY",
+        help="enqueue only if no queued or running job holds KEY (else print its id)",
+    )
+    e.add_argument("--meta", type=_json_arg(dict, "--meta"), default=None, metavar="JSON_OBJECT")
+    e.add_argument(
+        "--tag", action="append", default=[], metavar="T", dest="tags", help="repeatable"
+    )
 
     jobs = sub.add_parser("jobs", help="inspect and act on jobs")
     jobs_sub = jobs.add_subparsers(
@@ -222,6 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     lst = jobs_sub.add_parser("list", help="list jobs, newest first")
     lst.add_argument("--state", choices=ALL_STATES)
     lst.add_argument("--queue")
+    lst.add_argument("--tag", help="only jobs carrying this tag")
     lst.add_argument("--limit", type=_positive_int, default=50)
     lst.add_argument("--json", action="store_true")
     show = jobs_sub.add_parser("show", help="show one job")
@@ -354,10 +365,18 @@ def cmd_enqueue(ns: argparse.Namespace) -> int:
     job_id = _with_client(
         ns,
         lambda c: c.enqueue_with(
-            ns.actor, ns.args, ns.kwargs, queue=ns.queue, delay=ns.delay, priority=ns.priority
+            ns.actor,
+            ns.args,
+            ns.kwargs,
+            queue=ns.queue,
+            delay=ns.delay,
+            priority=ns.priority,
+            unique_key=ns.unique_key,
+            meta=ns.meta,
+            tags=ns.tags,
         ),
     )
-    print(job_id)
+    print(f"duplicate of {job_id}" if job_id.duplicate else job_id)
     return EXIT_OK
 
 
@@ -372,7 +391,9 @@ def cmd_jobs(ns: argparse.Namespace) -> int:
                 print(f"{state:<10} {counts.get(state, 0):>10}")
         return EXIT_OK
     if sub == "list":
-        jobs = _with_client(ns, lambda c: c.list(state=ns.state, queue=ns.queue, limit=ns.limit))
+        jobs = _with_client(
+            ns, lambda c: c.list(state=ns.state, queue=ns.queue, tag=ns.tag, limit=ns.limit)
+        )
         if ns.json:
             _print_json([j.to_dict() for j in jobs])
             return EXIT_OK

@@ -25,16 +25,19 @@ from uuid import UUID
 
 from .exceptions import ConfigError, InvalidJobState, JobNotFound
 from .ids import uuid7, uuid7_many
-from .jobs import ActorConfig, Job, JobSpec, JobState, Limits, QueueInfo, Rate
-from .payload import DEFAULT_MAX_PAYLOAD_BYTES, encode_arguments
+from .jobs import ActorConfig, Job, JobId, JobSpec, JobState, Limits, QueueInfo, Rate
+from .payload import DEFAULT_MAX_PAYLOAD_BYTES, check_tags, encode_arguments, encode_meta
 from .registry import DEFAULT_QUEUE, Actor, AnyActor, _check_options, check_queue_name
 from .store import Store, create_store
 from .store.queues import ACTOR, QUEUE
+from .unique import Unique
 
 T = TypeVar("T")
 P = ParamSpec("P")
 ActorRef = AnyActor | str
 Item = tuple[Sequence[Any], Mapping[str, Any]]
+UniqueKey = str | Unique
+_DEFAULT_UNIQUE = Unique()
 TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED})
 _CONFIG_TTL = 30.0
 
@@ -87,6 +90,18 @@ class _Template:
     max_attempts: int
     max_crashes: int
     idempotent: bool
+    unique: Unique | None  # the actor's option, or the call's
+    meta_json: str | None
+    tags: tuple[str, ...]
+
+
+def _ids(specs: Sequence[JobSpec], holders: Sequence[UUID]) -> list[JobId]:
+    """The store's answer as ``JobId``s: a holder that is not the spec's own id means
+    another job already held the key (a duplicate)."""
+    return [
+        JobId(holder, duplicate=holder != spec.id)
+        for spec, holder in zip(specs, holders, strict=True)
+    ]
 
 
 class _JobBuilder:
@@ -108,7 +123,11 @@ class _JobBuilder:
         delay: float | None,
         run_at: datetime | None,
         priority: int | None,
+        unique: Unique | None = None,
+        meta: Mapping[str, Any] | None = None,
+        tags: Sequence[str] | None = (),
     ) -> _Template:
+        actor_unique: Unique | None = None
         if isinstance(actor, Actor):
             name, cfg_queue = actor.name, actor.queue
             max_attempts, max_crashes, idempotent = (
@@ -117,6 +136,7 @@ class _JobBuilder:
                 actor.idempotent,
             )
             default_priority = actor.priority
+            actor_unique = actor.unique
         elif isinstance(actor, str):
             name = actor
             cfg = known.get(name)
@@ -149,14 +169,29 @@ class _JobBuilder:
             max_attempts=max_attempts,
             max_crashes=max_crashes,
             idempotent=idempotent,
+            unique=unique or actor_unique,
+            meta_json=encode_meta(meta, what=f"meta of {name!r}"),
+            tags=check_tags(tags),
         )
 
     def spec(
-        self, t: _Template, args: Sequence[Any], kwargs: Mapping[str, Any], job_id: UUID
+        self,
+        t: _Template,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        job_id: UUID,
+        unique_key: str | None = None,
     ) -> JobSpec:
+        """One job. ``unique_key`` names its key; else the template's ``unique`` option
+        (if any) works it out."""
         args_json, kwargs_json = encode_arguments(
             args, kwargs, actor=t.actor, max_bytes=self.max_payload_bytes
         )
+        key = states = None
+        if unique_key is not None or t.unique is not None:
+            unique = t.unique or _DEFAULT_UNIQUE
+            key = unique.key_for(t.actor, args, kwargs, key=unique_key)
+            states = unique.states_text
         return JobSpec(
             job_id,
             t.actor,
@@ -168,6 +203,10 @@ class _JobBuilder:
             t.max_attempts,
             t.max_crashes,
             t.idempotent,
+            key,
+            states,
+            t.meta_json,
+            t.tags,
         )
 
 
@@ -221,12 +260,14 @@ class AsyncClient:
 
     # -- enqueue ---------------------------------------------------------------------
     @overload
-    async def enqueue(self, actor: Actor[P, Any], /, *args: P.args, **kwargs: P.kwargs) -> UUID: ...
+    async def enqueue(
+        self, actor: Actor[P, Any], /, *args: P.args, **kwargs: P.kwargs
+    ) -> JobId: ...
 
     @overload
-    async def enqueue(self, actor: str, /, *args: Any, **kwargs: Any) -> UUID: ...
+    async def enqueue(self, actor: str, /, *args: Any, **kwargs: Any) -> JobId: ...
 
-    async def enqueue(self, actor: ActorRef, /, *args: Any, **kwargs: Any) -> UUID:
+    async def enqueue(self, actor: ActorRef, /, *args: Any, **kwargs: Any) -> JobId:
         """Enqueue one job now with the actor's default options; return its id.
 
         Given an ``Actor``, a type checker checks the arguments against its function's
@@ -244,9 +285,21 @@ class AsyncClient:
         delay: float | None = None,
         run_at: datetime | None = None,
         priority: int | None = None,
-    ) -> UUID:
+        unique_key: UniqueKey | None = None,
+        meta: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+    ) -> JobId:
         """Enqueue one job with options: a queue, a ``delay`` in seconds or a ``run_at``
-        time, a ``priority`` (lower runs first; default the actor's, else 0)."""
+        time, a ``priority`` (lower runs first; default the actor's, else 0).
+
+        ``unique_key`` (a string, or a ``taskq.Unique``) makes the job unique: if a job
+        holding that key exists, nothing is inserted and its id comes back with
+        ``.duplicate`` True. ``meta`` is a small JSON object and ``tags`` short strings,
+        both kept on the job."""
+        if unique_key is not None and not isinstance(unique_key, str | Unique):
+            raise ConfigError(
+                f"unique_key must be a string or a taskq.Unique, got {type(unique_key).__name__}"
+            )
         await self.open()
         template = self._builder.template(
             actor,
@@ -255,10 +308,13 @@ class AsyncClient:
             delay=delay,
             run_at=run_at,
             priority=priority,
+            unique=unique_key if isinstance(unique_key, Unique) else None,
+            meta=meta,
+            tags=tags,
         )
-        spec = self._builder.spec(template, args, kwargs or {}, uuid7())
-        (job_id,) = await self._store.enqueue([spec])
-        return job_id
+        key = unique_key if isinstance(unique_key, str) else None
+        spec = self._builder.spec(template, args, kwargs or {}, uuid7(), key)
+        return _ids([spec], await self._store.enqueue([spec]))[0]
 
     async def enqueue_many(
         self,
@@ -270,11 +326,15 @@ class AsyncClient:
         delay: float | None = None,
         run_at: datetime | None = None,
         priority: int | None = None,
-    ) -> list[UUID]:
+        unique_keys: Sequence[str | None] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+    ) -> list[JobId]:
         """Enqueue many jobs of one actor in one round trip, all or nothing.
 
         Each item is ``(args, kwargs)``; a bare list/tuple that is not such a pair is
-        taken as positional args."""
+        taken as positional args. ``unique_keys`` gives each item its key (``None``:
+        the actor's ``unique`` option, if any); ``meta`` and ``tags`` go on every job."""
         await self.open()
         template = self._builder.template(
             actor,
@@ -283,11 +343,19 @@ class AsyncClient:
             delay=delay,
             run_at=run_at,
             priority=priority,
+            meta=meta,
+            tags=tags,
         )
         items = list(items)
+        if unique_keys is None:
+            keys: Sequence[str | None] = [None] * len(items)
+        elif isinstance(unique_keys, str) or len(unique_keys) != len(items):
+            raise ConfigError("unique_keys must be a list with one key (or None) per item")
+        else:
+            keys = unique_keys
         spec, ids = self._builder.spec, uuid7_many(len(items))
         specs = []
-        for item, job_id in zip(items, ids, strict=True):
+        for item, job_id, key in zip(items, ids, keys, strict=True):
             if (
                 type(item) is tuple
                 and len(item) == 2
@@ -301,10 +369,10 @@ class AsyncClient:
                 raise ConfigError(
                     f"enqueue_many items must be (args, kwargs) pairs, got {type(item).__name__}"
                 )
-            specs.append(spec(template, args, kwargs, job_id))
+            specs.append(spec(template, args, kwargs, job_id, key))
         if not specs:
             return []
-        return await self._store.enqueue(specs)
+        return _ids(specs, await self._store.enqueue(specs))
 
     # -- inspect and act -------------------------------------------------------------
     async def get(self, job_id: UUID | str) -> Job:
@@ -315,7 +383,12 @@ class AsyncClient:
         return job
 
     async def list(
-        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+        self,
+        *,
+        state: str | None = None,
+        queue: str | None = None,
+        tag: str | None = None,
+        limit: int = 100,
     ) -> list[Job]:
         if state is not None and state not in JobState.__members__.values():
             raise ConfigError(
@@ -324,7 +397,7 @@ class AsyncClient:
         if limit < 1:
             raise ConfigError("limit must be >= 1")
         await self.open()
-        return await self._store.list_jobs(state=state, queue=queue, limit=limit)
+        return await self._store.list_jobs(state=state, queue=queue, tag=tag, limit=limit)
 
     async def stats(self) -> dict[str, int]:
         await self.open()
@@ -334,6 +407,11 @@ class AsyncClient:
         """Re-queue a dead or cancelled job (attempts and crash count start again)."""
         job = await self.get(job_id)
         moved = await self._store.retry_jobs([job.id])
+        if not moved and job.state in (JobState.DEAD, JobState.CANCELLED) and job.unique_key:
+            raise InvalidJobState(
+                f"job {job.id} cannot be retried: another job holds its unique key "
+                f"{job.unique_key!r}"
+            )
         if not moved:
             raise InvalidJobState(
                 f"job {job.id} is {job.state}; only dead or cancelled jobs can be retried"
@@ -463,12 +541,12 @@ class Client:
         self.close()
 
     @overload
-    def enqueue(self, actor: Actor[P, Any], /, *args: P.args, **kwargs: P.kwargs) -> UUID: ...
+    def enqueue(self, actor: Actor[P, Any], /, *args: P.args, **kwargs: P.kwargs) -> JobId: ...
 
     @overload
-    def enqueue(self, actor: str, /, *args: Any, **kwargs: Any) -> UUID: ...
+    def enqueue(self, actor: str, /, *args: Any, **kwargs: Any) -> JobId: ...
 
-    def enqueue(self, actor: ActorRef, /, *args: Any, **kwargs: Any) -> UUID:
+    def enqueue(self, actor: ActorRef, /, *args: Any, **kwargs: Any) -> JobId:
         """See ``AsyncClient.enqueue``: arguments checked against an ``Actor``'s signature."""
         return self._call(self._async.enqueue(actor, *args, **kwargs))
 
@@ -483,10 +561,22 @@ class Client:
         delay: float | None = None,
         run_at: datetime | None = None,
         priority: int | None = None,
-    ) -> UUID:
+        unique_key: UniqueKey | None = None,
+        meta: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+    ) -> JobId:
         return self._call(
             self._async.enqueue_with(
-                actor, args, kwargs, queue=queue, delay=delay, run_at=run_at, priority=priority
+                actor,
+                args,
+                kwargs,
+                queue=queue,
+                delay=delay,
+                run_at=run_at,
+                priority=priority,
+                unique_key=unique_key,
+                meta=meta,
+                tags=tags,
             )
         )
 
@@ -500,10 +590,21 @@ class Client:
         delay: float | None = None,
         run_at: datetime | None = None,
         priority: int | None = None,
-    ) -> list[UUID]:
+        unique_keys: Sequence[str | None] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+    ) -> list[JobId]:
         return self._call(
             self._async.enqueue_many(
-                actor, items, queue=queue, delay=delay, run_at=run_at, priority=priority
+                actor,
+                items,
+                queue=queue,
+                delay=delay,
+                run_at=run_at,
+                priority=priority,
+                unique_keys=unique_keys,
+                meta=meta,
+                tags=tags,
             )
         )
 
@@ -511,9 +612,14 @@ class Client:
         return self._call(self._async.get(job_id))
 
     def list(
-        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+        self,
+        *,
+        state: str | None = None,
+        queue: str | None = None,
+        tag: str | None = None,
+        limit: int = 100,
     ) -> list[Job]:
-        return self._call(self._async.list(state=state, queue=queue, limit=limit))
+        return self._call(self._async.list(state=state, queue=queue, tag=tag, limit=limit))
 
     def stats(self) -> dict[str, int]:
         return self._call(self._async.stats())

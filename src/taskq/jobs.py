@@ -49,6 +49,33 @@ class JobSpec:
     max_attempts: int = 3
     max_crashes: int = 2
     idempotent: bool = False
+    unique_key: str | None = None
+    unique_states: str | None = None  # ",queued,running,...," (see unique.py)
+    meta_json: str | None = None  # JSON object
+    tags: tuple[str, ...] = ()
+
+
+class JobId(UUID):
+    """A job's id as ``enqueue`` returns it: a ``UUID`` that also says whether the
+    enqueue was a duplicate (a job holding the same unique key already existed, and
+    this is that job's id)."""
+
+    __slots__ = ("duplicate",)
+    duplicate: bool
+
+    def __init__(self, value: UUID | str, *, duplicate: bool = False) -> None:
+        super().__init__(str(value))
+        object.__setattr__(self, "duplicate", duplicate)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_job_id, (str(self), self.duplicate))
+
+    def __repr__(self) -> str:
+        return f"JobId({str(self)!r}, duplicate={self.duplicate})"
+
+
+def _job_id(value: str, duplicate: bool) -> JobId:
+    return JobId(value, duplicate=duplicate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +106,9 @@ class Job:
     snooze_count: int = 0  # times the job snoozed (no attempt charged for those)
     cancelled_at: datetime | None = None  # when a cancel was asked for
     cancelled_by: str | None = None  # who asked
+    meta: dict[str, Any] = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+    unique_key: str | None = None
 
     @property
     def cancel_requested(self) -> bool:
@@ -113,6 +143,7 @@ class ClaimedJob:
     max_crashes: int
     idempotent: bool
     snooze_count: int = 0
+    meta_json: str | None = None  # the job's meta at claim (JSON object), None if none
 
 
 class OutcomeKind(enum.StrEnum):
@@ -135,6 +166,7 @@ class Outcome:
     error: str | None = None
     retry_delay: float = 0.0  # retry and snoozed: seconds until the job is due again
     dead_reason: str | None = None
+    meta_json: str | None = None  # the job's whole meta when the run changed it, else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,3 +60,53 @@ def encode_arguments(
 
 def loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
+
+
+META_MAX_BYTES = 8 * 1024  # a job's meta: a small JSON object (at enqueue and after updates)
+MAX_TAGS = 20
+TAG_MAX_CHARS = 64
+
+
+def encode_meta(meta: Mapping[str, Any] | None, *, what: str = "meta") -> str | None:
+    """A job's meta as JSON text (``None`` for none or empty), within ``META_MAX_BYTES``."""
+    if meta is None:
+        return None
+    if not isinstance(meta, Mapping):
+        raise NotJSONSerializable(
+            f"{what} must be a JSON object (a dict), got {type(meta).__name__}"
+        )
+    if not meta:
+        return None
+    for key in meta:
+        if not isinstance(key, str):
+            raise NotJSONSerializable(f"{what} keys must be strings, got {key!r}")
+    text = dumps(dict(meta), what=what)
+    size = len(text.encode())
+    if size > META_MAX_BYTES:
+        raise PayloadTooLarge(f"{what} is {size} bytes, over the limit of {META_MAX_BYTES} bytes")
+    return text
+
+
+def check_tags(tags: Sequence[str] | None) -> tuple[str, ...]:
+    """Tags as a tuple of distinct short strings, in the order given."""
+    if not tags:
+        return ()
+    if isinstance(tags, str):
+        raise NotJSONSerializable(f"tags must be a list of strings, not the string {tags!r}")
+    out: list[str] = []
+    for tag in tags:
+        if (
+            not isinstance(tag, str)
+            or not 1 <= len(tag) <= TAG_MAX_CHARS
+            or not tag.isprintable()
+            or tag != tag.strip()
+        ):
+            raise NotJSONSerializable(
+                f"a tag must be a printable string of 1-{TAG_MAX_CHARS} characters without "
+                f"surrounding spaces, got {tag!r:.80}"
+            )
+        if tag not in out:
+            out.append(tag)
+    if len(out) > MAX_TAGS:
+        raise PayloadTooLarge(f"a job has at most {MAX_TAGS} tags, got {len(out)}")
+    return tuple(out)

@@ -16,6 +16,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from .exceptions import ActorNotFound, ConfigError, DuplicateActor
 from .jobs import ActorConfig
+from .unique import Unique, as_unique
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,199}$")
 _QUEUE = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
@@ -62,6 +63,7 @@ class Actor(Generic[P, R]):
     priority: int = 0
     retry_backoff: RetryBackoff = field(default_factory=RetryBackoff)
     initializer: Callable[[], Any] | None = None  # cpu_bound: runs in every new pool process
+    unique: Unique | None = None  # its jobs are unique (see taskq.Unique)
 
     @property
     def is_async(self) -> bool:
@@ -133,6 +135,7 @@ class Registry:
         priority: int = 0,
         retry_backoff: RetryBackoff | None = None,
         initializer: Callable[[], Any] | None = None,
+        unique: bool | Unique = False,
     ) -> Callable[[Callable[P, R]], Actor[P, R]]: ...
 
     def actor(
@@ -150,6 +153,7 @@ class Registry:
         priority: int = 0,
         retry_backoff: RetryBackoff | None = None,
         initializer: Callable[[], Any] | None = None,
+        unique: bool | Unique = False,
     ) -> Actor[P, R] | Callable[[Callable[P, R]], Actor[P, R]]:
         """Register a function as an actor: ``@registry.actor`` or ``@registry.actor(...)``."""
 
@@ -174,6 +178,7 @@ class Registry:
                 priority=priority,
                 retry_backoff=retry_backoff or RetryBackoff(),
                 initializer=initializer,
+                unique=as_unique(unique),
             )
             self._actors[actor_name] = actor
             return actor

@@ -12,7 +12,6 @@ pyright has its own; the comment after each says which error is meant.
 from __future__ import annotations
 
 from typing import Any, assert_type
-from uuid import UUID
 
 import taskq
 
@@ -30,7 +29,7 @@ def ping() -> None:
 
 
 def sync_producer(client: taskq.Client) -> None:
-    assert_type(client.enqueue(resize, "a.png", 64), UUID)
+    assert_type(client.enqueue(resize, "a.png", 64), taskq.JobId)  # a UUID, with .duplicate
     client.enqueue(resize, "a.png", width=64, keep_ratio=False)
     client.enqueue(ping)
     client.enqueue("resize", 1, "anything", goes=True)  # by name: not checked
@@ -45,7 +44,7 @@ def sync_producer(client: taskq.Client) -> None:
 
 
 async def async_producer(client: taskq.AsyncClient) -> None:
-    assert_type(await client.enqueue(resize, "a.png", 64), UUID)
+    assert_type(await client.enqueue(resize, "a.png", 64), taskq.JobId)
     await client.enqueue(ping)
     await client.enqueue("ping", "by name", "not checked")
 

@@ -15,6 +15,7 @@ DOCUMENTED = {
     "InvalidDSN",
     "InvalidJobState",
     "Job",
+    "JobId",
     "JobNotFound",
     "JobState",
     "NotJSONSerializable",
@@ -26,6 +27,7 @@ DOCUMENTED = {
     "StoreError",
     "StoreUnavailable",
     "TaskqError",
+    "Unique",
     "__version__",
 }
 

@@ -67,14 +67,23 @@ class Store(Protocol):
     # -- producers -------------------------------------------------------------------
     async def enqueue(self, specs: Sequence[JobSpec]) -> list[UUID]:
         """Insert all jobs in one round trip / one transaction and wake listening
-        workers once per batch. All or nothing."""
+        workers once per batch. All or nothing.
+
+        Returns one id per spec: the spec's own, or, when its ``unique_key`` is held by
+        a job in one of that job's ``unique_states``, the holder's (nothing inserted for
+        it). Race-free: the unique partial index decides, never a read-then-write."""
 
     async def get_job(self, job_id: UUID) -> Job | None: ...
 
     async def list_jobs(
-        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+        self,
+        *,
+        state: str | None = None,
+        queue: str | None = None,
+        tag: str | None = None,
+        limit: int = 100,
     ) -> list[Job]:
-        """Newest first."""
+        """Newest first; ``tag`` keeps the jobs carrying that tag."""
 
     async def stats(self) -> dict[str, int]:
         """Count per state; every state in ALL_STATES present (0 when none)."""

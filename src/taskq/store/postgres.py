@@ -46,6 +46,7 @@ from ..jobs import (
 from ..logs import get_logger
 from ..settings import redact, validate_schema
 from .drift import config_differences
+from .enqueue import needs_full, pg_statements, pg_steps, run_async
 from .queues import limits_from_row, overview
 from .rows import Codec
 from .sqlfile import load_migrations, load_queries
@@ -112,6 +113,7 @@ class PostgresStore:
     ) -> None:
         self.schema = validate_schema(schema)
         self.channel = channel_for(self.schema)
+        self.enqueue_sql = pg_statements(self.schema)  # also run on callers' connections
         self._min_size, self._max_size = min_size, max_size
         self._set_dsn(dsn)
         self._pool: AsyncConnectionPool | None = None
@@ -299,54 +301,25 @@ class PostgresStore:
     async def enqueue(self, specs: Sequence[JobSpec]) -> list[UUID]:
         if not specs:
             return []
+        full = needs_full(specs)
         async with self._connection() as conn:
-            if len(specs) >= COPY_THRESHOLD:
+            if len(specs) >= COPY_THRESHOLD and not full:
                 async with conn.transaction():
                     await self._copy_jobs(conn, [s for s in specs if s.run_at is None])
                     await self._copy_jobs(conn, [s for s in specs if s.run_at is not None])
-            elif len(specs) == 1:
-                (s,) = specs
-                await conn.execute(
-                    Q["enqueue_one"],
-                    {
-                        "id": s.id,
-                        "actor": s.actor,
-                        "queue": s.queue,
-                        "args": s.args_json,
-                        "kwargs": s.kwargs_json,
-                        "priority": s.priority,
-                        "run_at": s.run_at,
-                        "max_attempts": s.max_attempts,
-                        "max_crashes": s.max_crashes,
-                        "idempotent": s.idempotent,
-                    },
-                )
-            else:
-                await conn.execute(
-                    Q["enqueue"],
-                    {
-                        "ids": [s.id for s in specs],
-                        "actors": [s.actor for s in specs],
-                        "queues": [s.queue for s in specs],
-                        "args": [s.args_json for s in specs],
-                        "kwargs": [s.kwargs_json for s in specs],
-                        "priorities": [s.priority for s in specs],
-                        "run_ats": [s.run_at for s in specs],
-                        "max_attempts": [s.max_attempts for s in specs],
-                        "max_crashes": [s.max_crashes for s in specs],
-                        "idempotent": [s.idempotent for s in specs],
-                    },
-                )
-        return [s.id for s in specs]
+                return [s.id for s in specs]
+            if full and len(specs) > 1:  # insert, look up holders, maybe insert again
+                async with conn.transaction():
+                    return await run_async(conn, pg_steps(self.enqueue_sql, specs))
+            return await run_async(conn, pg_steps(self.enqueue_sql, specs))
 
-    @staticmethod
-    async def _copy_jobs(conn: psycopg.AsyncConnection, specs: Sequence[JobSpec]) -> None:
+    async def _copy_jobs(self, conn: psycopg.AsyncConnection, specs: Sequence[JobSpec]) -> None:
         """COPY a batch; jobs without run_at take the database's now() as default."""
         if not specs:
             return
         with_run_at = specs[0].run_at is not None
         async with conn.cursor().copy(
-            Q["enqueue_copy_run_at" if with_run_at else "enqueue_copy"]
+            self.enqueue_sql["enqueue_copy_run_at" if with_run_at else "enqueue_copy"]
         ) as copy:
             for s in specs:
                 row: tuple[Any, ...] = (
@@ -367,9 +340,16 @@ class PostgresStore:
         return CODEC.job(row) if row else None
 
     async def list_jobs(
-        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+        self,
+        *,
+        state: str | None = None,
+        queue: str | None = None,
+        tag: str | None = None,
+        limit: int = 100,
     ) -> list[Job]:
-        rows = await self._fetchall("list_jobs", {"state": state, "queue": queue, "limit": limit})
+        rows = await self._fetchall(
+            "list_jobs", {"state": state, "queue": queue, "tag": tag, "limit": limit}
+        )
         return [CODEC.job(r) for r in rows]
 
     async def stats(self) -> dict[str, int]:

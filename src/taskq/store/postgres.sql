@@ -49,8 +49,10 @@ SELECT now() AS now;
 
 -- name: enqueue
 -- description: Insert a batch of jobs from parallel arrays in one statement.
-INSERT INTO jobs (id, actor, queue, args, kwargs, priority, run_at,
-                  max_attempts, max_crashes, idempotent)
+-- The enqueue blocks name {schema}.jobs: they also run on the caller's own connection
+-- (enqueue in the application's transaction), whatever its search_path.
+INSERT INTO {schema}.jobs (id, actor, queue, args, kwargs, priority, run_at,
+                           max_attempts, max_crashes, idempotent)
 SELECT v.id, v.actor, v.queue, v.args::json, v.kwargs::json, v.priority,
        coalesce(v.run_at, now()), v.max_attempts, v.max_crashes, v.idempotent
 FROM unnest(%(ids)s::uuid[], %(actors)s::text[], %(queues)s::text[], %(args)s::text[],
@@ -61,40 +63,78 @@ FROM unnest(%(ids)s::uuid[], %(actors)s::text[], %(queues)s::text[], %(args)s::t
 
 -- name: enqueue_copy
 -- description: Stream a large batch of jobs due now (COPY: ~3x the unnest insert).
-COPY jobs (id, actor, queue, args, kwargs, priority, max_attempts, max_crashes, idempotent)
+COPY {schema}.jobs (id, actor, queue, args, kwargs, priority, max_attempts, max_crashes,
+                    idempotent)
 FROM STDIN;
 
 -- name: enqueue_copy_run_at
 -- description: Stream a large batch of jobs that each name their run_at.
-COPY jobs (id, actor, queue, args, kwargs, priority, max_attempts, max_crashes, idempotent,
-           run_at)
+COPY {schema}.jobs (id, actor, queue, args, kwargs, priority, max_attempts, max_crashes,
+                    idempotent, run_at)
 FROM STDIN;
 
 -- name: enqueue_one
 -- description: Insert one job (single enqueue: one prepared round trip).
-INSERT INTO jobs (id, actor, queue, args, kwargs, priority, run_at,
-                  max_attempts, max_crashes, idempotent)
+INSERT INTO {schema}.jobs (id, actor, queue, args, kwargs, priority, run_at,
+                           max_attempts, max_crashes, idempotent)
 VALUES (%(id)s, %(actor)s, %(queue)s, %(args)s::json, %(kwargs)s::json, %(priority)s,
         coalesce(%(run_at)s::timestamptz, now()), %(max_attempts)s, %(max_crashes)s,
         %(idempotent)s);
+
+-- name: enqueue_full
+-- description: Insert jobs that carry unique keys, meta or tags; a held key inserts nothing.
+-- Returns the ids inserted; a job whose key is held (in one of the holder's
+-- unique_states) is skipped by ON CONFLICT on jobs_unique_idx, never read-then-written.
+-- Tags arrive as one JSON array per job (unnest cannot carry arrays of arrays).
+INSERT INTO {schema}.jobs (id, actor, queue, args, kwargs, priority, run_at,
+                           max_attempts, max_crashes, idempotent, unique_key,
+                           unique_states, meta, tags)
+SELECT v.id, v.actor, v.queue, v.args::json, v.kwargs::json, v.priority,
+       coalesce(v.run_at, now()), v.max_attempts, v.max_crashes, v.idempotent,
+       v.unique_key, v.unique_states, v.meta::json,
+       CASE WHEN v.tags IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(v.tags::json)) END
+FROM unnest(%(ids)s::uuid[], %(actors)s::text[], %(queues)s::text[], %(args)s::text[],
+            %(kwargs)s::text[], %(priorities)s::int[], %(run_ats)s::timestamptz[],
+            %(max_attempts)s::int[], %(max_crashes)s::int[], %(idempotent)s::bool[],
+            %(unique_keys)s::text[], %(unique_states)s::text[], %(metas)s::text[],
+            %(tags)s::text[])
+     AS v(id, actor, queue, args, kwargs, priority, run_at, max_attempts, max_crashes,
+          idempotent, unique_key, unique_states, meta, tags)
+ON CONFLICT (unique_key)
+    WHERE unique_key IS NOT NULL AND strpos(unique_states, ',' || state || ',') > 0
+    DO NOTHING
+RETURNING id;
+
+-- name: unique_holders
+-- description: The jobs holding these unique keys now (enqueue's answer to a duplicate).
+SELECT unique_key, id FROM {schema}.jobs
+WHERE unique_key = ANY(%(keys)s::text[])
+  AND strpos(unique_states, ',' || state || ',') > 0;
+
+-- name: check_connection
+-- description: Where a caller's connection points: its database, and whether the taskq schema's tables are there.
+SELECT current_database(), to_regclass(%(jobs_table)s) IS NOT NULL;
 
 -- name: get_job
 -- description: One job by id.
 SELECT id, actor, queue, args::text, kwargs::text, priority, state, attempt, max_attempts,
        crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
        worker_id, lease_expires_at, last_error, dead_reason, result::text AS result,
-       snooze_count, cancelled_at, cancelled_by
+       snooze_count, cancelled_at, cancelled_by,
+       meta::text AS meta, tags, unique_key
 FROM jobs WHERE id = %(id)s;
 
 -- name: list_jobs
--- description: Jobs newest first (UUIDv7 ids are time-ordered), optionally by state/queue.
+-- description: Jobs newest first (UUIDv7 ids are time-ordered), optionally by state/queue/tag.
 SELECT id, actor, queue, args::text, kwargs::text, priority, state, attempt, max_attempts,
        crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
        worker_id, lease_expires_at, last_error, dead_reason, result::text AS result,
-       snooze_count, cancelled_at, cancelled_by
+       snooze_count, cancelled_at, cancelled_by,
+       meta::text AS meta, tags, unique_key
 FROM jobs
 WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(tag)s::text IS NULL OR %(tag)s::text = ANY(tags))
 ORDER BY id DESC
 LIMIT %(limit)s;
 
@@ -104,11 +144,16 @@ SELECT state, count(*) AS count FROM jobs GROUP BY state;
 
 -- name: retry_jobs
 -- description: Dead or cancelled jobs back to queued now, counters reset, error kept.
+-- A job whose unique key another job holds (or a newer job retried with it) stays put.
 WITH moved AS (
     UPDATE jobs
     SET state = 'queued', attempt = 0, crash_count = 0, dead_reason = NULL, run_at = now(),
         started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
     WHERE id = ANY(%(ids)s::uuid[]) AND state IN ('dead', 'cancelled')
+      AND (unique_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
+            AND (strpos(h.unique_states, ',' || h.state || ',') > 0
+                 OR (h.id > jobs.id AND h.id = ANY(%(ids)s::uuid[]) AND h.state IN ('dead', 'cancelled')))))
     RETURNING id, queue
 )
 SELECT id,
@@ -123,6 +168,10 @@ WITH moved AS (
     SET state = 'queued', attempt = 0, crash_count = 0, dead_reason = NULL, run_at = now(),
         started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
     WHERE state = 'dead'
+      AND (unique_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
+            AND (strpos(h.unique_states, ',' || h.state || ',') > 0
+                 OR (h.id > jobs.id AND h.state = 'dead'))))
     RETURNING queue
 )
 SELECT count(*) AS count,

@@ -64,6 +64,9 @@ class Codec:
             snooze_count=r["snooze_count"],
             cancelled_at=self.maybe_time(r["cancelled_at"]),
             cancelled_by=r["cancelled_by"],
+            meta=_json(r["meta"]) or {},
+            tags=[] if r["tags"] is None else self.texts(r["tags"]),
+            unique_key=r["unique_key"],
         )
 
     def claimed(self, rows: Iterable[Row]) -> list[ClaimedJob]:

@@ -44,6 +44,7 @@ from ..jobs import (
 from ..logs import get_logger
 from ..settings import sqlite_path
 from .drift import config_differences
+from .enqueue import sqlite_enqueue
 from .queues import ACTOR, QUEUE, limits_from_row, overview
 from .rows import Codec
 from .sqlfile import load_migrations, load_queries
@@ -311,25 +312,7 @@ class SqliteStore:
 
     # -- producers -------------------------------------------------------------------
     def _enqueue(self, specs: Sequence[JobSpec]) -> list[UUID]:
-        now = time.time()
-        rows = [
-            {
-                "id": str(s.id),
-                "actor": s.actor,
-                "queue": s.queue,
-                "args": s.args_json,
-                "kwargs": s.kwargs_json,
-                "priority": s.priority,
-                "run_at": _ts(s.run_at),
-                "now": now,
-                "max_attempts": s.max_attempts,
-                "max_crashes": s.max_crashes,
-                "idempotent": int(s.idempotent),
-            }
-            for s in specs
-        ]
-        self._write(self._db.executemany, Q["enqueue"], rows)
-        return [s.id for s in specs]
+        return self._write(sqlite_enqueue, self._db, specs)
 
     async def enqueue(self, specs: Sequence[JobSpec]) -> list[UUID]:
         if not specs:
@@ -343,9 +326,14 @@ class SqliteStore:
         return CODEC.job(row) if row else None
 
     async def list_jobs(
-        self, *, state: str | None = None, queue: str | None = None, limit: int = 100
+        self,
+        *,
+        state: str | None = None,
+        queue: str | None = None,
+        tag: str | None = None,
+        limit: int = 100,
     ) -> list[Job]:
-        params = {"state": state, "queue": queue, "limit": limit}
+        params = {"state": state, "queue": queue, "tag": tag, "limit": limit}
         rows = await self._run(lambda: self._db.execute(Q["list_jobs"], params).fetchall())
         return [CODEC.job(r) for r in rows]
 

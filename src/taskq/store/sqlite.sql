@@ -52,22 +52,48 @@ INSERT INTO jobs (id, actor, queue, args, kwargs, priority, run_at, created_at,
 VALUES (:id, :actor, :queue, :args, :kwargs, :priority, coalesce(:run_at, :now), :now,
         :max_attempts, :max_crashes, :idempotent);
 
+-- name: enqueue_full
+-- description: Insert one job that carries a unique key, meta or tags; a held key inserts nothing.
+-- The write lock (BEGIN IMMEDIATE, or the caller's transaction) makes the batch's
+-- inserts and the holder lookup below one serial step; ON CONFLICT on jobs_unique_idx
+-- skips a job whose key is held.
+INSERT INTO jobs (id, actor, queue, args, kwargs, priority, run_at, created_at,
+                  max_attempts, max_crashes, idempotent, unique_key, unique_states, meta, tags)
+VALUES (:id, :actor, :queue, :args, :kwargs, :priority, coalesce(:run_at, :now), :now,
+        :max_attempts, :max_crashes, :idempotent, :unique_key, :unique_states, :meta, :tags)
+ON CONFLICT (unique_key)
+    WHERE unique_key IS NOT NULL AND instr(unique_states, ',' || state || ',') > 0
+    DO NOTHING;
+
+-- name: unique_holders
+-- description: The jobs holding these unique keys now (enqueue's answer to a duplicate).
+SELECT unique_key, id FROM jobs
+WHERE unique_key IN (SELECT value FROM json_each(:keys))
+  AND instr(unique_states, ',' || state || ',') > 0;
+
+-- name: database_file
+-- description: The file behind a connection's main database (a caller's connection must be the store's).
+SELECT file FROM pragma_database_list WHERE name = 'main';
+
 -- name: get_job
 -- description: One job by id.
 SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
        crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
        worker_id, lease_expires_at, last_error, dead_reason, result, snooze_count,
-       cancelled_at, cancelled_by
+       cancelled_at, cancelled_by,
+       meta, tags, unique_key
 FROM jobs WHERE id = :id;
 
 -- name: list_jobs
--- description: Jobs newest first (UUIDv7 ids are time-ordered), optionally by state/queue.
+-- description: Jobs newest first (UUIDv7 ids are time-ordered), optionally by state/queue/tag.
 SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
        crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
        worker_id, lease_expires_at, last_error, dead_reason, result, snooze_count,
-       cancelled_at, cancelled_by
+       cancelled_at, cancelled_by,
+       meta, tags, unique_key
 FROM jobs
 WHERE (:state IS NULL OR state = :state) AND (:queue IS NULL OR queue = :queue)
+  AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value = :tag))
 ORDER BY id DESC
 LIMIT :limit;
 
@@ -77,10 +103,15 @@ SELECT state, count(*) AS count FROM jobs GROUP BY state;
 
 -- name: retry_jobs
 -- description: Dead or cancelled jobs back to queued now, counters reset, error kept.
+-- A job whose unique key another job holds (or a newer job retried with it) stays put.
 UPDATE jobs
 SET state = 'queued', attempt = 0, crash_count = 0, dead_reason = NULL, run_at = :now,
     started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('dead', 'cancelled')
+  AND (unique_key IS NULL OR NOT EXISTS (
+      SELECT 1 FROM jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
+        AND (instr(h.unique_states, ',' || h.state || ',') > 0
+             OR (h.id > jobs.id AND h.id IN (SELECT value FROM json_each(:ids)) AND h.state IN ('dead', 'cancelled')))))
 RETURNING id;
 
 -- name: retry_all_dead
@@ -88,7 +119,11 @@ RETURNING id;
 UPDATE jobs
 SET state = 'queued', attempt = 0, crash_count = 0, dead_reason = NULL, run_at = :now,
     started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
-WHERE state = 'dead';
+WHERE state = 'dead'
+  AND (unique_key IS NULL OR NOT EXISTS (
+      SELECT 1 FROM jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
+        AND (instr(h.unique_states, ',' || h.state || ',') > 0
+             OR (h.id > jobs.id AND h.state = 'dead'))));
 
 -- name: cancel_jobs
 -- description: Queued jobs to cancelled.

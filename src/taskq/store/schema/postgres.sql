@@ -36,13 +36,18 @@ CREATE TABLE jobs (
     last_error text,
     dead_reason text,
     result json,
+    unique_key text,
+    unique_states text,
+    meta json,
+    tags text[],
     snooze_count integer NOT NULL DEFAULT 0,
     cancelled_at timestamp with time zone,
     cancelled_by text,
     CONSTRAINT jobs_attempt_check CHECK (((attempt >= 0) AND (crash_count >= 0))),
     CONSTRAINT jobs_dead_reason_check CHECK (((state = 'dead'::text) = (dead_reason IS NOT NULL))),
     CONSTRAINT jobs_pkey PRIMARY KEY (id),
-    CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'dead'::text, 'cancelled'::text])))
+    CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'dead'::text, 'cancelled'::text]))),
+    CONSTRAINT jobs_unique_states_check CHECK (((unique_key IS NULL) OR ((strpos(unique_states, ',queued,'::text) > 0) AND (strpos(unique_states, ',running,'::text) > 0))))
 ) WITH (autovacuum_analyze_scale_factor=0.02, autovacuum_vacuum_cost_delay=1, autovacuum_vacuum_insert_scale_factor=0.05, autovacuum_vacuum_scale_factor=0.02, fillfactor=80);
 
 CREATE TABLE limit_starts (
@@ -99,6 +104,8 @@ CREATE INDEX jobs_claim_idx ON jobs USING btree (queue, priority, run_at, id) WH
 CREATE INDEX jobs_prune_idx ON jobs USING btree (finished_at) WHERE (state = 'succeeded'::text);
 
 CREATE INDEX jobs_running_idx ON jobs USING btree (worker_id) WHERE (state = 'running'::text);
+
+CREATE UNIQUE INDEX jobs_unique_idx ON jobs USING btree (unique_key) WHERE ((unique_key IS NOT NULL) AND (strpos(unique_states, ((','::text || state) || ','::text)) > 0));
 
 CREATE INDEX limit_starts_idx ON limit_starts USING btree (kind, name, started_at);
 

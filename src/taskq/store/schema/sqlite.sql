@@ -35,7 +35,7 @@ CREATE TABLE jobs (
     lease_expires_at REAL,
     last_error       TEXT,
     dead_reason      TEXT,
-    result           TEXT, snooze_count INTEGER NOT NULL DEFAULT 0, cancelled_at REAL, cancelled_by TEXT,
+    result           TEXT, unique_key TEXT, unique_states TEXT, meta TEXT, tags TEXT, snooze_count INTEGER NOT NULL DEFAULT 0, cancelled_at REAL, cancelled_by TEXT,
     CHECK ((state = 'dead') = (dead_reason IS NOT NULL))
 );
 
@@ -86,6 +86,9 @@ CREATE INDEX jobs_claim_idx ON jobs (queue, priority, run_at, id) WHERE state = 
 CREATE INDEX jobs_prune_idx ON jobs (finished_at) WHERE state = 'succeeded';
 
 CREATE INDEX jobs_running_idx ON jobs (worker_id) WHERE state = 'running';
+
+CREATE UNIQUE INDEX jobs_unique_idx ON jobs (unique_key)
+    WHERE unique_key IS NOT NULL AND instr(unique_states, ',' || state || ',') > 0;
 
 CREATE INDEX limit_starts_idx ON limit_starts (kind, name, started_at);
 

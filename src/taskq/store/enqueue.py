@@ -1,0 +1,205 @@
+"""Inserting jobs, shared by the stores' own connections and the caller's connection.
+
+Enqueue runs in two places: on a store's own connection (``PostgresStore.enqueue``,
+``SqliteStore.enqueue``) and on the application's connection, inside its transaction
+(``enqueue_with(..., connection=conn)``, see ``taskq.txn``). Both run the same named
+statements (``enqueue*``, ``unique_holders`` in ``<engine>.sql``) through this module.
+
+Unique keys: jobs are inserted with ``ON CONFLICT DO NOTHING`` on the unique partial
+index; the jobs not inserted then learn the id of the job holding their key. If that
+holder left its covered states in between (it finished), they are inserted again. The
+answer is one id per spec: its own, or the holder's (a duplicate).
+
+On Postgres the sequence is written once, as a generator of ``(statement, params,
+wants_rows)`` steps (``pg_steps``), and driven by a sync or an async cursor
+(``run_sync``/``run_async``); psycopg connections and cursors both work.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
+from uuid import UUID
+
+from psycopg import sql
+
+from ..exceptions import StoreError
+from ..jobs import JobSpec
+from .sqlfile import load_queries
+
+PG = load_queries("postgres.sql")
+SQLITE = load_queries("sqlite.sql")
+PG_STATEMENTS = (
+    "enqueue",
+    "enqueue_one",
+    "enqueue_full",
+    "enqueue_copy",
+    "enqueue_copy_run_at",
+    "unique_holders",
+)
+SETTLE_ROUNDS = 5  # a key whose holder keeps finishing between insert and lookup
+
+Step = tuple[str, dict[str, Any], bool]
+Steps = Generator[Step, list[tuple[Any, ...]], list[UUID]]
+
+
+def needs_full(specs: Sequence[JobSpec]) -> bool:
+    """Does any job carry a unique key, meta or tags (the plain statements lack them)?"""
+    return any(s.unique_key is not None or s.meta_json is not None or s.tags for s in specs)
+
+
+def pg_statements(schema: str) -> dict[str, str]:
+    """The enqueue statements with the schema filled in (once per store)."""
+    ident = sql.Identifier(schema)
+    return {name: sql.SQL(PG[name]).format(schema=ident).as_string(None) for name in PG_STATEMENTS}
+
+
+def _pg_columns(specs: Sequence[JobSpec]) -> dict[str, Any]:
+    return {
+        "ids": [s.id for s in specs],
+        "actors": [s.actor for s in specs],
+        "queues": [s.queue for s in specs],
+        "args": [s.args_json for s in specs],
+        "kwargs": [s.kwargs_json for s in specs],
+        "priorities": [s.priority for s in specs],
+        "run_ats": [s.run_at for s in specs],
+        "max_attempts": [s.max_attempts for s in specs],
+        "max_crashes": [s.max_crashes for s in specs],
+        "idempotent": [s.idempotent for s in specs],
+    }
+
+
+def _pg_full(specs: Sequence[JobSpec]) -> dict[str, Any]:
+    params = _pg_columns(specs)
+    params["unique_keys"] = [s.unique_key for s in specs]
+    params["unique_states"] = [s.unique_states for s in specs]
+    params["metas"] = [s.meta_json for s in specs]
+    params["tags"] = [json.dumps(list(s.tags)) if s.tags else None for s in specs]
+    return params
+
+
+def pg_steps(statements: dict[str, str], specs: Sequence[JobSpec]) -> Steps:
+    """Insert ``specs``; return one id per spec (its own, or its key's holder)."""
+    if not needs_full(specs):
+        if len(specs) == 1:
+            (s,) = specs
+            params = {
+                "id": s.id,
+                "actor": s.actor,
+                "queue": s.queue,
+                "args": s.args_json,
+                "kwargs": s.kwargs_json,
+                "priority": s.priority,
+                "run_at": s.run_at,
+                "max_attempts": s.max_attempts,
+                "max_crashes": s.max_crashes,
+                "idempotent": s.idempotent,
+            }
+            yield statements["enqueue_one"], params, False
+        else:
+            yield statements["enqueue"], _pg_columns(specs), False
+        return [s.id for s in specs]
+    ids: list[UUID | None] = [None] * len(specs)
+    pending = list(range(len(specs)))
+    for _ in range(SETTLE_ROUNDS):
+        batch = [specs[i] for i in pending]
+        rows = yield statements["enqueue_full"], _pg_full(batch), True
+        inserted = {r[0] for r in rows}
+        for i in pending:
+            if specs[i].id in inserted:
+                ids[i] = specs[i].id
+        pending = [i for i in pending if ids[i] is None]
+        if not pending:
+            return [i for i in ids if i is not None]
+        keys = sorted({str(specs[i].unique_key) for i in pending})
+        rows = yield statements["unique_holders"], {"keys": keys}, True
+        holders = {r[0]: r[1] for r in rows}
+        for i in pending:
+            ids[i] = holders.get(specs[i].unique_key)
+        pending = [i for i in pending if ids[i] is None]  # their holder finished meanwhile
+        if not pending:
+            return [i for i in ids if i is not None]
+    raise StoreError(
+        f"could not settle unique key {specs[pending[0]].unique_key!r}: it kept changing"
+    )
+
+
+def _tuples(rows: list[Any]) -> list[tuple[Any, ...]]:
+    """Rows as tuples, whatever row factory the connection uses (taskq's pool uses
+    ``dict_row``; a caller's connection may use anything)."""
+    return [tuple(r.values()) if isinstance(r, Mapping) else tuple(r) for r in rows]
+
+
+def run_sync(target: Any, steps: Steps) -> list[UUID]:
+    """Drive ``steps`` on a psycopg ``Connection`` or ``Cursor``."""
+    try:
+        step = next(steps)
+        while True:
+            query, params, wants_rows = step
+            cur = target.execute(query, params)
+            step = steps.send(_tuples(cur.fetchall()) if wants_rows else [])
+    except StopIteration as stop:
+        result: list[UUID] = stop.value
+        return result
+
+
+async def run_async(target: Any, steps: Steps) -> list[UUID]:
+    """Drive ``steps`` on a psycopg ``AsyncConnection`` or ``AsyncCursor``."""
+    try:
+        step = next(steps)
+        while True:
+            query, params, wants_rows = step
+            cur = await target.execute(query, params)
+            step = steps.send(_tuples(await cur.fetchall()) if wants_rows else [])
+    except StopIteration as stop:
+        result: list[UUID] = stop.value
+        return result
+
+
+def sqlite_enqueue(db: Any, specs: Sequence[JobSpec]) -> list[UUID]:
+    """Insert ``specs`` on a ``sqlite3.Connection`` already inside a write transaction;
+    return one id per spec (its own, or its key's holder)."""
+    now = time.time()
+    full = needs_full(specs)
+    rows = [
+        {
+            "id": str(s.id),
+            "actor": s.actor,
+            "queue": s.queue,
+            "args": s.args_json,
+            "kwargs": s.kwargs_json,
+            "priority": s.priority,
+            "run_at": None if s.run_at is None else s.run_at.timestamp(),
+            "now": now,
+            "max_attempts": s.max_attempts,
+            "max_crashes": s.max_crashes,
+            "idempotent": int(s.idempotent),
+            **(
+                {
+                    "unique_key": s.unique_key,
+                    "unique_states": s.unique_states,
+                    "meta": s.meta_json,
+                    "tags": json.dumps(list(s.tags)) if s.tags else None,
+                }
+                if full
+                else {}
+            ),
+        }
+        for s in specs
+    ]
+    db.executemany(SQLITE["enqueue_full" if full else "enqueue"], rows)
+    keys = sorted({s.unique_key for s in specs if s.unique_key is not None})
+    if not keys:
+        return [s.id for s in specs]
+    # Under the write lock the holders are exactly the jobs that hold the keys now:
+    # either one of this batch or an older job.
+    found = db.execute(SQLITE["unique_holders"], {"keys": json.dumps(keys)}).fetchall()
+    holders = {row[0]: UUID(row[1]) for row in found}
+    missing = [
+        s.unique_key for s in specs if s.unique_key is not None and s.unique_key not in holders
+    ]
+    if missing:  # only outside a transaction (a caller's autocommit connection)
+        raise StoreError(f"unique key {missing[0]!r} changed hands during enqueue; enqueue again")
+    return [s.id if s.unique_key is None else holders[s.unique_key] for s in specs]
