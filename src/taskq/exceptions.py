@@ -18,6 +18,7 @@ The tree::
     +-- JobNotFound
     +-- InvalidJobState              e.g. cancelling a job that already finished
     +-- ActorConfigDrift             the registry disagrees with the stored actor config
+    +-- CrashLoop                    a supervisor gave up: its members kept dying
     +-- PoolError                    the CPU process pool
         +-- PoolClosed
         +-- BreakerOpen
@@ -102,6 +103,10 @@ class InvalidJobState(TaskqError):
 
 class ActorConfigDrift(TaskqError):
     """the registry's actor configuration differs from the stored one."""
+
+
+class CrashLoop(TaskqError):
+    """the crash-loop guard tripped: the supervised members kept dying."""
 
 
 class PoolError(TaskqError):

@@ -63,7 +63,8 @@ async def test_acker_sends_collected_outcomes_as_one_complete_call(store):
     for job in claimed:
         acker.add(Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED))
     task = asyncio.create_task(acker.run())
-    await acker.close(task, 10)
+    acker.stop()
+    await asyncio.wait_for(task, 10)
     assert counting.complete_calls == [50]
     jobs = await wait_for_states(store, ids, {"succeeded"})
     assert len(jobs) == 50

@@ -11,8 +11,9 @@ from collections import Counter
 import pytest
 
 from taskq import AsyncClient, metrics
+from taskq.exceptions import CrashLoop
 from taskq.restart import RestartPolicy
-from taskq.worker.supervisor import SupervisorResult, TaskSupervisor
+from taskq.worker.supervisor import TaskSupervisor
 from tests import worker_actors as actors
 from tests.helpers import async_wait_until
 from tests.worker_harness import http_get, metric_value, running_worker, wait_for_states
@@ -96,9 +97,9 @@ async def test_verify_broken_worker_backs_off_to_10s_then_crash_loop_guard_stops
         rng=lambda: 1.0,
     )
     sup = TaskSupervisor(1, lambda i, _ok: _Broken(i), policy=policy, sleep=fake_sleep)
-    with captured_logs() as logs:
-        result = await asyncio.wait_for(sup.run(), 10)
-    assert result is SupervisorResult.GAVE_UP
+    with captured_logs() as logs, pytest.raises(CrashLoop):
+        await sup.start()
+        await asyncio.wait_for(sup.run(), 10)
     assert delays[:5] == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6])
     assert max(delays) == 10.0  # bounded
     assert delays[-2:] == [10.0, 10.0]

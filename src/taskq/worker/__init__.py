@@ -4,6 +4,7 @@
 ``worker.request_stop()``); ``main.run(config)`` is the ``taskq worker`` process around
 it (signals, parent watch, exit codes). One idea per module:
 
+* ``part``        the one lifecycle of every part below, and the ordered list of them
 * ``fetcher``     batched claims sized to free capacity; NOTIFY wake-ups, polling fallback
 * ``buffer``      claimed jobs waiting for a consumer; free capacity
 * ``supervisor``  the task supervisor: replace dead consumers, crash-loop guard

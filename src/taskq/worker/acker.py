@@ -10,12 +10,15 @@ When the store is unavailable the batch is kept and retried with backoff. Writes
 fenced by ``(id, attempt, worker_id)`` in the store, so re-sending a batch whose first
 attempt did commit, or acknowledging a job whose lease another worker took over, changes
 nothing.
+
+It stops after the consumers (their last outcomes go with it): ``stop`` makes it write
+what is left, retrying through an outage, for at most ``stop_timeout`` seconds; what
+could not be written is logged (``acks-not-written``) and left to the sweeper.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from uuid import UUID
 
 from ..exceptions import StoreError
@@ -27,7 +30,13 @@ from .outage import StoreBackoff
 log = get_logger(__name__)
 
 
+FLUSH_TIMEOUT = 10.0  # seconds the last acknowledgements get at shutdown
+
+
 class Acker:
+    name = "acker"
+    stop_timeout = FLUSH_TIMEOUT
+
     def __init__(
         self, store: Store, worker_id: UUID, *, max_batch: int = 200, linger: float = 0.002
     ) -> None:
@@ -57,8 +66,28 @@ class Acker:
             self._give_backs.extend((job.id, job.attempt) for job in jobs)
             self._wake.set()
 
+    async def start(self) -> None:
+        pass
+
+    def stop(self, *, hurry: bool = False) -> None:
+        """Write what is left, then end (``run`` returns)."""
+        self._closing = True
+        self._wake.set()
+
     async def run(self) -> None:
-        """Write batches until ``close`` and nothing is left."""
+        """Write batches until ``stop`` and nothing is left."""
+        try:
+            await self._write_until_stopped()
+        finally:
+            if self.pending:
+                log.error(
+                    "acks-not-written",
+                    outcomes=len(self._outcomes),
+                    give_backs=len(self._give_backs),
+                    note="their leases will expire and the sweeper will rescue them",
+                )
+
+    async def _write_until_stopped(self) -> None:
         while True:
             await self._wake.wait()
             if not self._closing and len(self._outcomes) < self.max_batch:
@@ -94,20 +123,3 @@ class Acker:
         self._backoff.succeeded()
         self.batches_written += 1
         return True
-
-    async def close(self, task: asyncio.Task[None], timeout: float) -> None:
-        """Flush what is left (retrying through an outage) for at most ``timeout``."""
-        self._closing = True
-        self._wake.set()
-        deadline = time.monotonic() + timeout
-        done, _ = await asyncio.wait({task}, timeout=max(deadline - time.monotonic(), 0))
-        if not done:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        if self.pending:
-            log.error(
-                "acks-not-written",
-                outcomes=len(self._outcomes),
-                give_backs=len(self._give_backs),
-                note="their leases will expire and the sweeper will rescue them",
-            )

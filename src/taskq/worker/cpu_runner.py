@@ -13,6 +13,9 @@ imported then, not before). What the pool raises maps to outcomes:
 
 While the pool's breaker is open, ``excluded_actors`` names the paused actors so the
 fetcher leaves their jobs queued.
+
+As a worker part it stops after the consumers: the pool's idle processes get
+``CLOSE_GRACE`` seconds to exit cleanly (the pool is closed however ``run`` ends).
 """
 
 from __future__ import annotations
@@ -34,20 +37,31 @@ from ..logs import get_logger
 from ..registry import AnyActor
 from . import outcomes
 from .config import WorkerConfig
+from .part import StopSignal
 
 log = get_logger(__name__)
 
+CLOSE_GRACE = 1.0  # seconds idle pool processes get to exit cleanly at shutdown
+
 
 class CpuRunner:
-    def __init__(self, config: WorkerConfig) -> None:
+    name = "cpu-pool"
+    stop_timeout = None  # the pool's close is bounded by CLOSE_GRACE and its kill grace
+
+    def __init__(self, config: WorkerConfig, *, needed: bool) -> None:
         self._config = config
+        self._needed = needed  # the registry has cpu_bound actors
         self._pool: Any = None
+        self._stopped = StopSignal()
 
     @property
     def started(self) -> bool:
         return self._pool is not None
 
     async def start(self) -> None:
+        """Start the process pool, if any actor needs it."""
+        if not self._needed:
+            return
         from ..procpool import ProcessPool
 
         pool = ProcessPool(
@@ -71,7 +85,9 @@ class CpuRunner:
             return tuple(pool.paused_actors)
         return ()
 
-    async def run(self, job: ClaimedJob, actor: AnyActor, result_max_bytes: int) -> Outcome | None:
+    async def run_job(
+        self, job: ClaimedJob, actor: AnyActor, result_max_bytes: int
+    ) -> Outcome | None:
         """Run one job in the pool. ``None`` means: give it back uncharged."""
         if self._pool is None:
             raise RuntimeError("the CPU process pool was not started")
@@ -103,6 +119,15 @@ class CpuRunner:
             )
             result_json = None
         return Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED, result_json=result_json)
+
+    def stop(self, *, hurry: bool = False) -> None:
+        self._stopped.set(hurry=hurry)
+
+    async def run(self) -> None:
+        try:
+            await self._stopped.wait()
+        finally:
+            await self.close(CLOSE_GRACE)
 
     async def close(self, grace: float) -> None:
         if self._pool is not None:

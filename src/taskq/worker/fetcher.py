@@ -6,9 +6,12 @@ as there is room. A short batch means the queue is drained: wait for
 ``store.wait_for_jobs`` (LISTEN/NOTIFY on Postgres) or ``poll_interval``, whichever
 comes first (delayed jobs and retries become due without a notification).
 
-The fetcher is never cancelled in the middle of a claim (a claim that committed but was
-never received would leave jobs running under this worker until their lease expires):
-``stop`` wakes it and it ends after the call in hand.
+The fetcher is the first part to stop. It is not cancelled in the middle of a claim (a
+claim that committed but was never received would leave jobs running under this worker
+until their lease expires): ``stop`` wakes it and it ends after the call in hand, or is
+cancelled once ``stop_timeout`` (one lease, at least 5 s) has passed, so a store that
+hangs does not hang the shutdown. When it ends, the jobs it claimed that no consumer has
+started are given back (no attempt charged).
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from uuid import UUID
 
 from .. import metrics
 from ..exceptions import StoreError
+from ..jobs import ClaimedJob
 from ..logs import get_logger
 from ..store import Store
 from .buffer import JobBuffer
 from .outage import StoreBackoff
+from .part import StopSignal
 
 log = get_logger(__name__)
 
@@ -32,12 +37,15 @@ BACKLOG_PAUSE = 0.05
 
 
 class Fetcher:
+    name = "fetcher"
+
     def __init__(
         self,
         store: Store,
         worker_id: UUID,
         queues: Sequence[str],
         buffer: JobBuffer,
+        give_back: Callable[[list[ClaimedJob]], None],
         *,
         lease: float,
         poll_interval: float,
@@ -48,20 +56,34 @@ class Fetcher:
         self._worker_id = worker_id
         self._queues = list(queues)
         self._buffer = buffer
+        self._give_back = give_back
         self._lease = lease
         self._poll_interval = poll_interval
         self._excluded_actors = excluded_actors
         self._can_claim = can_claim
-        self._stopped = asyncio.Event()
+        self._stopped = StopSignal()
         self._backoff = StoreBackoff("fetcher")
         self.claims = 0
+        self.stop_timeout = max(lease, 5.0)
 
-    def stop(self) -> None:
-        self._stopped.set()
+    async def start(self) -> None:
+        pass
+
+    def stop(self, *, hurry: bool = False) -> None:
+        self._stopped.set(hurry=hurry)
 
     async def run(self) -> None:
+        try:
+            await self._claim_until_stopped()
+        finally:  # stopped, cut short or broken: what no consumer started goes back
+            unstarted = self._buffer.drain()
+            if unstarted:
+                self._give_back(unstarted)
+                log.info("jobs-given-back", count=len(unstarted), why="claimed, not started")
+
+    async def _claim_until_stopped(self) -> None:
         buffer = self._buffer
-        while not self._stopped.is_set():
+        while not self._stopped:
             if buffer.free <= 0:
                 await self._until(buffer.wait_for_room(), timeout=self._poll_interval)
                 continue
@@ -98,7 +120,7 @@ class Fetcher:
         self, awaitable: Coroutine[Any, Any, Any], timeout: float | None = None
     ) -> None:
         """Await ``awaitable`` unless ``stop`` comes first (then it is cancelled)."""
-        if self._stopped.is_set():
+        if self._stopped:
             awaitable.close()
             return
         waiter = asyncio.ensure_future(awaitable)

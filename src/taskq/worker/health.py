@@ -17,11 +17,15 @@ from .. import metrics
 from ..exceptions import ConfigError
 from ..http import EndpointServer, Response, probe_route
 from ..logs import get_logger
+from .part import StopSignal
 
 log = get_logger(__name__)
 
 
 class HealthServer:
+    name = "health"
+    stop_timeout = 5.0
+
     def __init__(
         self,
         *,
@@ -36,6 +40,7 @@ class HealthServer:
         self._socket_path = socket_path
         self._server = EndpointServer(self._route, name="worker-health")
         self.bound_port: int | None = None
+        self._stopped = StopSignal()
 
     async def start(self) -> None:
         """Start serving (if a port or socket was asked for); a port or path that cannot
@@ -53,8 +58,15 @@ class HealthServer:
                 f"cannot serve health endpoints on {where}: {exc.strerror or exc}"
             ) from exc
 
-    async def close(self) -> None:
-        await self._server.close()
+    def stop(self, *, hurry: bool = False) -> None:
+        self._stopped.set(hurry=hurry)
+
+    async def run(self) -> None:
+        """Serve until stopped (the first part started, the last stopped)."""
+        try:
+            await self._stopped.wait()
+        finally:
+            await self._server.close()
 
     async def _route(self, path: str) -> Response:
         response = await probe_route(path, ready=self._ready, registry=metrics.WORKER)

@@ -8,22 +8,28 @@ unreachable it backs off and retries (logged once per outage), each retry on a f
 built connection pool: the old pool's own reconnect backoff doubles without bound, and a
 heartbeat that comes back seconds after the store did lets leases expire for nothing.
 While the heartbeat is in an outage the fetcher claims nothing (``in_outage``).
+
+It registers the row when it starts and removes it when it stops. It is the last part
+to stop but the health server: leases are extended while running jobs finish and acks
+are flushed, and the row goes last.
 """
 
 from __future__ import annotations
-
-import asyncio
 
 from ..exceptions import StoreError
 from ..jobs import WorkerInfo
 from ..logs import get_logger
 from ..store import Store
 from .outage import StoreBackoff
+from .part import StopSignal
 
 log = get_logger(__name__)
 
 
 class Heartbeat:
+    name = "heartbeat"
+    stop_timeout = 10.0  # removing the row through a hanging store
+
     def __init__(self, store: Store, info: WorkerInfo, *, interval: float, lease: float) -> None:
         self.store = store
         self.info = info
@@ -31,21 +37,36 @@ class Heartbeat:
         self.lease = lease
         self.beats = 0
         self._backoff = StoreBackoff("heartbeat", maximum=min(interval, 2.0))
+        self._stopped = StopSignal()
 
-    async def register(self) -> None:
+    async def start(self) -> None:
+        """Register the worker's row."""
         await self.store.register_worker(self.info)
 
+    def stop(self, *, hurry: bool = False) -> None:
+        self._stopped.set(hurry=hurry)
+
     async def run(self) -> None:
-        while True:
+        """Beat until stopped, then remove the row (also when beating broke)."""
+        try:
+            await self._beat_until_stopped()
+        except Exception:
+            await self._unregister()
+            raise
+        await self._unregister()
+
+    async def _beat_until_stopped(self) -> None:
+        while not self._stopped:
             try:
                 await self.store.heartbeat(self.info.id, self.lease)
             except StoreError as exc:
-                await asyncio.sleep(self._backoff.failed(exc))
+                if await self._stopped.sleep(self._backoff.failed(exc)):
+                    return
                 await self._fresh_connections()
                 continue
             self._backoff.succeeded()
             self.beats += 1
-            await asyncio.sleep(self.interval)
+            await self._stopped.sleep(self.interval)
 
     @property
     def in_outage(self) -> bool:
@@ -57,7 +78,7 @@ class Heartbeat:
         except StoreError:
             pass  # still down: the next beat tries again, after the backoff
 
-    async def unregister(self) -> None:
+    async def _unregister(self) -> None:
         try:
             await self.store.unregister_worker(self.info.id)
         except StoreError as exc:

@@ -16,11 +16,15 @@ from collections.abc import Callable
 
 from .. import metrics
 from ..logs import get_logger
+from .part import StopSignal
 
 log = get_logger(__name__)
 
 
 class LagMonitor:
+    name = "lag-monitor"
+    stop_timeout = 5.0
+
     def __init__(
         self, running_actors: Callable[[], list[str]], *, tick: float = 0.1, warn_after: float = 1.0
     ) -> None:
@@ -28,24 +32,35 @@ class LagMonitor:
         self.tick = tick
         self.warn_after = warn_after
         self._last_tick = time.monotonic()
-        self._stop = threading.Event()
+        self._watchdog_stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.warnings = 0
+        self._stopped = StopSignal()
 
-    async def run(self) -> None:
-        """The on-loop half; also starts the watchdog thread (stopped by ``close``)."""
+    async def start(self) -> None:
+        """Start the watchdog thread."""
+        self._last_tick = time.monotonic()
         self._thread = threading.Thread(target=self._watch, name="taskq-lag-watchdog", daemon=True)
         self._thread.start()
-        while True:
-            before = time.monotonic()
-            self._last_tick = before
-            await asyncio.sleep(self.tick)
-            lag = max(time.monotonic() - before - self.tick, 0.0)
-            metrics.loop_lag.set(lag)
+
+    def stop(self, *, hurry: bool = False) -> None:
+        self._stopped.set(hurry=hurry)
+
+    async def run(self) -> None:
+        """The on-loop half: tick until stopped, then stop the watchdog thread."""
+        try:
+            while not self._stopped:
+                before = time.monotonic()
+                self._last_tick = before
+                await asyncio.sleep(self.tick)
+                lag = max(time.monotonic() - before - self.tick, 0.0)
+                metrics.loop_lag.set(lag)
+        finally:
+            self._close()
 
     def _watch(self) -> None:
         warned_for = None
-        while not self._stop.wait(self.tick):
+        while not self._watchdog_stop.wait(self.tick):
             last = self._last_tick
             stalled = time.monotonic() - last
             if stalled > self.warn_after and warned_for != last:
@@ -65,7 +80,7 @@ class LagMonitor:
                 continue
         return []
 
-    def close(self) -> None:
-        self._stop.set()
+    def _close(self) -> None:
+        self._watchdog_stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2)

@@ -88,7 +88,7 @@ class Executor:
         ):
             if plan.kind == CPU:
                 assert self._cpu is not None  # no CPU plans without a pool
-                result = await self._cpu.run(job, plan.actor, self._result_max_bytes)
+                result = await self._cpu.run_job(job, plan.actor, self._result_max_bytes)
             else:
                 result = await self._run_here(job, plan)
         plan.duration.observe(time.perf_counter() - started)

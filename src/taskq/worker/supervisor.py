@@ -6,21 +6,22 @@ down died: a ``worker died`` line names its exception at once, the alive gauge d
 a replacement is started after the shared ``RestartPolicy`` backoff (0.1 s doubling to
 10 s, full jitter; reset by the first job a replacement finishes, or a quiet minute),
 counted in ``taskq_pool_worker_restarts_total``. More than 10 deaths in 60 s trips the
-crash-loop guard: no more replacements, a critical line, and ``run`` returns
-``GAVE_UP`` so the worker stops claiming, gives its jobs back and exits non-zero.
+crash-loop guard: no more replacements, a critical line, and ``run`` raises
+``CrashLoop`` so the worker stops claiming, gives its jobs back and exits 3.
 
-Shutdown (``stop``, then ``shutdown``) is never counted as a crash: idle consumers are
-cancelled at once, busy ones get ``grace`` seconds to finish their job (cut short by
-``hurry``), then the rest are cancelled; a cancelled consumer gives its job back.
+It is the ``consumers`` part of the worker (``part.Part``). Its shutdown (``stop``) is
+never counted as a crash: idle consumers are cancelled at once, busy ones get ``grace``
+seconds to finish their job (cut short by ``stop(hurry=True)``, a second signal), then
+the rest are cancelled; a cancelled consumer gives its job back.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 from collections.abc import Awaitable, Callable
 
 from .. import metrics
+from ..exceptions import CrashLoop
 from ..logs import get_logger
 from ..restart import RestartPolicy
 from .consumer import Consumer
@@ -28,21 +29,23 @@ from .consumer import Consumer
 log = get_logger(__name__)
 
 
-class SupervisorResult(enum.Enum):
-    STOPPED = "stopped"
-    GAVE_UP = "gave_up"
-
-
 class TaskSupervisor:
+    """The ``consumers`` part of a worker."""
+
+    name = "consumers"
+    stop_timeout = None  # bounded by ``grace``, then the rest are cancelled
+
     def __init__(
         self,
         size: int,
         spawn: Callable[[int, Callable[[], None]], Consumer],
         *,
+        grace: float = 0.0,
         policy: RestartPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.size = size
+        self.grace = grace
         self._spawn_consumer = spawn
         self.policy = policy or RestartPolicy(
             initial=0.1, factor=2.0, maximum=10.0, burst_limit=10, burst_window=60.0
@@ -65,10 +68,38 @@ class TaskSupervisor:
         self.members[task] = consumer
         metrics.pool_workers_alive.set(len(self.members))
 
-    async def run(self) -> SupervisorResult:
+    async def start(self) -> None:
+        """Start ``size`` consumers."""
         metrics.pool_workers_configured.set(self.size)
         for index in range(self.size):
             self._spawn(index)
+
+    def stop(self, *, hurry: bool = False) -> None:
+        """No more replacements; busy consumers get the grace (none when ``hurry``)."""
+        self.stopping = True
+        self._stop_requested.set()
+        if hurry:
+            self._hurry.set()
+
+    async def run(self) -> None:
+        """Supervise until ``stop``, then end the consumers; ``CrashLoop`` if it gave up."""
+        try:
+            if await self._supervise():
+                raise CrashLoop(
+                    f"more than {self.policy.burst_limit} consumer deaths within "
+                    f"{self.policy.burst_window:g} s"
+                )
+            await self._wind_down()
+        finally:
+            for timer in self._restarts:
+                timer.cancel()
+            if self._restarts:
+                await asyncio.gather(*self._restarts, return_exceptions=True)
+            self._restarts.clear()
+            await self._end_members()
+
+    async def _supervise(self) -> bool:
+        """Replace dead consumers until ``stop``; True when the crash-loop guard tripped."""
         stop_waiter = asyncio.create_task(self._wait_for_stop(), name="taskq-stop-wait")
         try:
             while not self.stopping:
@@ -80,15 +111,11 @@ class TaskSupervisor:
                     if task in self._restarts:
                         self._restarted(task)
                     elif task in self.members and self._died(task):
-                        return SupervisorResult.GAVE_UP
-            return SupervisorResult.STOPPED
+                        return True
+            return False
         finally:
             stop_waiter.cancel()
-            for timer in self._restarts:
-                timer.cancel()
-            if self._restarts:
-                await asyncio.gather(*self._restarts, return_exceptions=True)
-            self._restarts.clear()
+            await asyncio.gather(stop_waiter, return_exceptions=True)
 
     async def _wait_for_stop(self) -> None:
         await self._stop_requested.wait()
@@ -147,25 +174,15 @@ class TaskSupervisor:
         self._spawn(index)
         log.info("worker-restarted", consumer=index, alive=len(self.members))
 
-    def stop(self) -> None:
-        """No more replacements; ``run`` returns. Then ``shutdown`` ends the consumers."""
-        self.stopping = True
-        self._stop_requested.set()
-
-    def hurry(self) -> None:
-        """Skip what is left of the grace period (a second signal)."""
-        self._hurry.set()
-
-    async def shutdown(self, grace: float) -> None:
-        """Cancel idle consumers, give busy ones ``grace`` seconds, cancel the rest."""
-        self.stop()
+    async def _wind_down(self) -> None:
+        """Cancel idle consumers, give busy ones ``grace`` seconds, then cancel the rest."""
         for task, consumer in list(self.members.items()):
             if not consumer.busy:
                 task.cancel()
         busy = set(self.members)
         if busy and not self._hurry.is_set():
             hurry_waiter = asyncio.create_task(self._hurry.wait(), name="taskq-hurry-wait")
-            deadline = asyncio.get_running_loop().time() + grace
+            deadline = asyncio.get_running_loop().time() + self.grace
             try:
                 while busy and not self._hurry.is_set():
                     remaining = deadline - asyncio.get_running_loop().time()
@@ -179,6 +196,11 @@ class TaskSupervisor:
                     busy -= done
             finally:
                 hurry_waiter.cancel()
+                await asyncio.gather(hurry_waiter, return_exceptions=True)
+
+    async def _end_members(self) -> None:
+        """Cancel the consumers still there (each gives its job back) and wait for them."""
+        self.stopping = True
         for task in self.members:
             task.cancel()
         if self.members:

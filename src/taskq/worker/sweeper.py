@@ -17,7 +17,6 @@ Two rules keep a store outage from being mistaken for dead workers:
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections.abc import Sequence
@@ -30,6 +29,7 @@ from ..jobs import JobState, RescuedJob
 from ..logs import get_logger
 from ..store import Store
 from .outage import StoreBackoff
+from .part import StopSignal
 
 log = get_logger(__name__)
 
@@ -55,6 +55,9 @@ def count_rescued(rescued: Sequence[RescuedJob], detected_by: str) -> None:
 
 
 class Sweeper:
+    name = "sweeper"
+    stop_timeout = 2.0  # a rescue or prune in hand; then it is cancelled (a rollback)
+
     def __init__(
         self,
         store: Store,
@@ -77,9 +80,16 @@ class Sweeper:
         self.sweeps = 0
         self._backoff = StoreBackoff("sweeper")
         self._next_prune = time.monotonic() + prune_interval * random.random()
+        self._stopped = StopSignal()
+
+    async def start(self) -> None:
+        pass
+
+    def stop(self, *, hurry: bool = False) -> None:
+        self._stopped.set(hurry=hurry)
 
     async def run(self) -> None:
-        while True:
+        while not self._stopped:
             try:
                 if self._backoff.in_outage:
                     await self.store.ping()  # back: give the heartbeats a lease to catch up
@@ -87,11 +97,11 @@ class Sweeper:
                 else:
                     await self.sweep()
             except StoreError as exc:
-                await asyncio.sleep(self._backoff.failed(exc))
+                await self._stopped.sleep(self._backoff.failed(exc))
                 continue
             self._backoff.succeeded()
             # a little jitter keeps the workers of one deployment from sweeping in step
-            await asyncio.sleep(self.interval * (0.75 + random.random() / 2))
+            await self._stopped.sleep(self.interval * (0.75 + random.random() / 2))
 
     async def sweep(self) -> None:
         if time.monotonic() < self._quiet_until:

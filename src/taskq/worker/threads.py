@@ -5,6 +5,8 @@ timeout cannot be stopped, and its thread must neither block the process from ex
 (these are daemon threads) nor take a slot from the jobs that come after it (a new
 thread starts whenever no idle one is left, so at most ``consumers`` threads are busy
 with live jobs, plus however many abandoned ones are still running).
+
+As a worker part it does nothing until stopped, then stops its idle threads.
 """
 
 from __future__ import annotations
@@ -16,12 +18,18 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .part import StopSignal
+
 _STOP = object()
 
 
 class ThreadRunner:
-    def __init__(self, name: str = "taskq-sync") -> None:
-        self._name = name
+    name = "threads"
+    stop_timeout = None  # returns at once
+
+    def __init__(self, thread_name: str = "taskq-sync") -> None:
+        self._name = thread_name
+        self._stopped = StopSignal()
         self._work: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
@@ -72,6 +80,18 @@ class ThreadRunner:
             del item, context, fn, args, kwargs, future
             with self._lock:
                 self._idle += 1
+
+    async def start(self) -> None:
+        pass
+
+    def stop(self, *, hurry: bool = False) -> None:
+        self._stopped.set(hurry=hurry)
+
+    async def run(self) -> None:
+        try:
+            await self._stopped.wait()
+        finally:
+            self.close()
 
     def close(self) -> None:
         """Stop idle threads; busy ones finish their job and stop (they are daemons)."""

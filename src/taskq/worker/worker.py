@@ -1,16 +1,34 @@
 """``Worker``: one worker process's parts, started in order and stopped in reverse.
 
 Start: load the registry, open two stores (jobs; heartbeat on a connection of its own),
-check the schema, compare actor configs (drift refuses to start unless forced),
-register the worker row, then run the acker, heartbeat, sweeper, lag monitor, health
-server, CPU pool (only with cpu_bound actors), the task supervisor with its consumers,
-and the fetcher. Every one of those tasks is owned here: if one ends unexpectedly the
-worker logs it (critical) and shuts down with a non-zero exit code.
+check the schema, compare actor configs (drift refuses to start unless forced), then
+start the parts (``part.Part``: ``start``, ``run``, idempotent ``stop``) in this order:
+
+    health     /live /ready /metrics               (stopped last)
+    heartbeat  registers the row; beats; removes the row when stopped
+    acker      batched outcomes and give-backs; flushes when stopped
+    sweeper    expired leases, pruning
+    lag-monitor
+    threads    sync actors
+    cpu-pool   cpu_bound actors (a process pool only when the registry has some)
+    consumers  the task supervisor and its consumers
+    fetcher    claims                               (stopped first)
+
+``part.Parts`` owns every part's ``run`` task: if one ends before a stop was asked for,
+the worker logs it (``worker-component-died``, critical) and shuts down with exit code 4
+(3 when it was the consumers' crash-loop guard, ``CrashLoop``).
 
 Stop (``request_stop``: SIGTERM/SIGINT, a vanished parent, the crash-loop guard):
-``/ready`` turns 503; the fetcher stops claiming; jobs claimed but not started are given
-back (no attempt charged); running jobs get ``shutdown_grace`` seconds (a second request
-skips the rest), then are cancelled and given back; acks are flushed; the row is removed.
+``/ready`` turns 503, then the parts stop in reverse order, each once, each waited for:
+the fetcher stops claiming and gives back the jobs no consumer started (no attempt
+charged); the consumers' running jobs get ``shutdown_grace`` seconds, then are cancelled
+and given back; the pool closes; acks are flushed; the row is removed. A second request
+(``parts.hurry``) skips what is left of any grace.
+
+Adding a part: write a class with ``name``, ``stop_timeout``, ``async start()``,
+``async run()`` (work until ``stop()``, then wind down and return) and ``stop(*,
+hurry=False)`` (``part.StopSignal`` does the waiting), and add one line to the list in
+``Worker._build`` -- after the parts it uses, so that it stops before them.
 """
 
 from __future__ import annotations
@@ -21,7 +39,7 @@ import socket
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from ..exceptions import ActorConfigDrift, ConfigError, TaskqError
+from ..exceptions import ActorConfigDrift, ConfigError, CrashLoop, TaskqError
 from ..ids import uuid7
 from ..jobs import WorkerInfo
 from ..logs import get_logger
@@ -40,16 +58,15 @@ from .health import HealthServer
 from .heartbeat import Heartbeat
 from .lag import LagMonitor
 from .middleware import Middleware, load_middleware
+from .part import Ended, Part, Parts
 from .runners import Executor
-from .supervisor import SupervisorResult, TaskSupervisor
+from .supervisor import TaskSupervisor
 from .sweeper import Sweeper
 from .threads import ThreadRunner
 
 log = get_logger(__name__)
 
 READY_PING_TIMEOUT = 2.0
-ACK_FLUSH_TIMEOUT = 10.0
-CPU_CLOSE_GRACE = 1.0  # seconds idle pool processes get to exit cleanly at shutdown
 MAX_ACK_BACKLOG = 1000
 
 
@@ -93,7 +110,7 @@ class Worker:
         self.running: dict[Any, RunningJob] = {}
         self.store: Store | None = None
         self.supervisor: TaskSupervisor | None = None
-        self.health: HealthServer | None = None
+        self._parts: Parts | None = None
         self.acker: Acker | None = None
         self.heartbeat: Heartbeat | None = None
         self.fetcher: Fetcher | None = None
@@ -117,9 +134,10 @@ class Worker:
                 grace=self.config.shutdown_grace,
             )
             self._stop_event.set()
-        if (immediate or self._stop_requests > 1) and self.supervisor is not None:
+        if (immediate or self._stop_requests > 1) and self._parts is not None:
             log.info("worker-stop-hurried", worker=str(self.id), reason=reason)
-            self.supervisor.hurry()
+            self._stop_requests = max(self._stop_requests, 2)
+            self._parts.hurry()
 
     def request_reload(self) -> None:
         """SIGHUP: re-read TASKQ_DSN_FILE and rebuild the store connections."""
@@ -225,9 +243,13 @@ class Worker:
         if differences:
             log.warning("actor-config-updated", differences=differences)
 
-    async def _serve(
+    def _build(
         self, store: Store, hb_store: Store, registry: Registry, middleware: list[Middleware]
-    ) -> int:
+    ) -> list[Part]:
+        """The worker's parts, in start order (each is stopped after those listed below it).
+
+        To add a part: build it here, in its place in the list (``part.Part``).
+        """
         config = self.config
         info = WorkerInfo(
             id=self.id,
@@ -238,28 +260,12 @@ class Worker:
             workgroup_instance=config.workgroup_instance,
         )
         threads = ThreadRunner()
-        cpu = CpuRunner(config)
+        cpu = CpuRunner(config, needed=any(actor.cpu_bound for actor in registry))
         executor = Executor(registry, threads, cpu, config.result_max_bytes)
         buffer = JobBuffer(config.max_concurrency, config.prefetch)
         acker = self.acker = Acker(store, self.id)
         heartbeat = self.heartbeat = Heartbeat(
             hb_store, info, interval=config.heartbeat_interval, lease=config.lease
-        )
-        sweeper = Sweeper(
-            store,
-            interval=min(config.sweep_interval, max(config.lease / 2, 0.5)),
-            prune_interval=config.prune_interval,
-            retention_succeeded=config.retention_succeeded,
-            retention_workers=config.retention_workers,
-            worker_id=self.id,
-            quiet_after_outage=config.lease,
-        )
-        lag = LagMonitor(self._running_actors)
-        health = self.health = HealthServer(
-            ready=self._ready,
-            port=config.health_port,
-            host=config.health_host,
-            socket_path=config.health_socket_path,
         )
 
         def spawn(index: int, on_success: Callable[[], None]) -> Consumer:
@@ -270,69 +276,82 @@ class Worker:
                 acker=acker,
                 running=self.running,
                 middleware=middleware,
-                stopping=lambda: self.shutting_down,
+                stopping=lambda: supervisor.stopping,
                 on_success=on_success,
             )
 
         supervisor = self.supervisor = TaskSupervisor(
-            config.max_concurrency, spawn, policy=self._restart_policy
+            config.max_concurrency,
+            spawn,
+            grace=config.shutdown_grace,
+            policy=self._restart_policy,
         )
-        fetcher = self.fetcher = Fetcher(
+        self.fetcher = Fetcher(
             store,
             self.id,
             self.queues,
             buffer,
+            acker.give_back,
             lease=config.lease,
             poll_interval=config.poll_interval,
             excluded_actors=lambda: cpu.excluded_actors,
             # no claims while the heartbeat cannot extend their leases
             can_claim=lambda: acker.pending < MAX_ACK_BACKLOG and not heartbeat.in_outage,
         )
-        await heartbeat.register()
-        log.info(
-            "worker-started",
-            worker=str(self.id),
-            pid=info.pid,
-            queues=self.queues,
-            concurrency=config.max_concurrency,
-            label=config.worker_label,
-            store=store.display_dsn,
-            actors=len(registry),
-        )
-        tasks: dict[asyncio.Task[Any], str] = {}
+        return [
+            HealthServer(
+                ready=self._ready,
+                port=config.health_port,
+                host=config.health_host,
+                socket_path=config.health_socket_path,
+            ),
+            heartbeat,  # registers the row first, removes it last
+            acker,
+            Sweeper(
+                store,
+                interval=min(config.sweep_interval, max(config.lease / 2, 0.5)),
+                prune_interval=config.prune_interval,
+                retention_succeeded=config.retention_succeeded,
+                retention_workers=config.retention_workers,
+                worker_id=self.id,
+                quiet_after_outage=config.lease,
+            ),
+            LagMonitor(self._running_actors),
+            threads,
+            cpu,
+            supervisor,
+            self.fetcher,  # the first to stop: no claims once a stop is asked for
+        ]
+
+    async def _serve(
+        self, store: Store, hb_store: Store, registry: Registry, middleware: list[Middleware]
+    ) -> int:
+        parts = self._parts = Parts(self._build(store, hb_store, registry, middleware))
+        stop_event = self._stop_event
+        assert stop_event is not None  # set by run()
         try:
-            await health.start()
-            if executor.has_cpu_actors:
-                await cpu.start()
-            for coro, name in (
-                (acker.run(), "acker"),
-                (heartbeat.run(), "heartbeat"),
-                (sweeper.run(), "sweeper"),
-                (lag.run(), "lag-monitor"),
-                (supervisor.run(), "supervisor"),
-                (fetcher.run(), "fetcher"),
-            ):
-                tasks[asyncio.create_task(coro, name=f"taskq-{name}")] = name
-            stop_event = self._stop_event
-            assert stop_event is not None  # set by run()
-            stop_waiter = asyncio.create_task(stop_event.wait(), name="taskq-stop")
-            done, _ = await asyncio.wait({*tasks, stop_waiter}, return_when=asyncio.FIRST_COMPLETED)
-            stop_waiter.cancel()
-            self._judge_early_exit(done, tasks)
-            await self._shutdown(tasks, fetcher, buffer, supervisor, acker, cpu)
+            await parts.start()
+            log.info(
+                "worker-started",
+                worker=str(self.id),
+                pid=os.getpid(),
+                queues=self.queues,
+                concurrency=self.config.max_concurrency,
+                label=self.config.worker_label,
+                store=store.display_dsn,
+                actors=len(registry),
+            )
+            self._judge(await parts.wait(stop_event))
+            self.shutting_down = True
+            if self._stop_requests > 1:
+                parts.hurry()
+            await parts.stop()
         finally:
             self.shutting_down = True
-            lag.close()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await parts.abort()
             for task in list(self._owned):
                 task.cancel()
             await asyncio.gather(*self._owned, return_exceptions=True)
-            await cpu.close(0)
-            await heartbeat.unregister()
-            await health.close()
-            threads.close()
         log.info(
             "worker-stopped",
             worker=str(self.id),
@@ -341,58 +360,22 @@ class Worker:
         )
         return self.exit_code
 
-    def _judge_early_exit(
-        self, done: set[asyncio.Task[Any]], tasks: dict[asyncio.Task[Any], str]
-    ) -> None:
-        """A part ended before a stop was asked for: the crash-loop guard, or a failure."""
-        for task in done:
-            name = tasks.get(task)
-            if name is None:
+    def _judge(self, ended: list[Ended]) -> None:
+        """Parts that ended before a stop was asked for: the crash-loop guard, or a failure."""
+        for part in ended:
+            if isinstance(part.error, CrashLoop):
+                self.exit_code = exit_codes.CRASH_LOOP
+                self._stop_reason = self._stop_reason or "crash-loop-guard"
                 continue
-            if name == "supervisor" and not task.cancelled() and task.exception() is None:
-                if task.result() is SupervisorResult.GAVE_UP:
-                    self.exit_code = exit_codes.CRASH_LOOP
-                    self._stop_reason = self._stop_reason or "crash-loop-guard"
-                    continue
-            exc = None if task.cancelled() else task.exception()
+            exc = part.error
             log.critical(
                 "worker-component-died",
-                component=name,
+                component=part.name,
                 exception=f"{type(exc).__name__}: {exc}" if exc else "ended",
                 exc_info=exc,
             )
             self.exit_code = exit_codes.COMPONENT_FAILED
-            self._stop_reason = self._stop_reason or f"{name} died"
-
-    async def _shutdown(
-        self,
-        tasks: dict[asyncio.Task[Any], str],
-        fetcher: Fetcher,
-        buffer: JobBuffer,
-        supervisor: TaskSupervisor,
-        acker: Acker,
-        cpu: CpuRunner,
-    ) -> None:
-        self.shutting_down = True
-        by_name = {name: task for task, name in tasks.items()}
-        fetcher.stop()
-        # it ends after the claim in hand; a store that hangs must not hang the shutdown
-        # (jobs of a claim cut off here are rescued when their lease expires)
-        _, pending = await asyncio.wait({by_name["fetcher"]}, timeout=max(self.config.lease, 5))
-        if pending:
-            log.warning("fetcher-stop-timed-out", note="a claim did not return in time")
-        unstarted = buffer.drain()
-        acker.give_back(unstarted)
-        if unstarted:
-            log.info("jobs-given-back", count=len(unstarted), why="claimed, not started")
-        supervisor.stop()
-        await asyncio.wait({by_name["supervisor"]})
-        if self._stop_requests > 1:
-            supervisor.hurry()
-        await supervisor.shutdown(self.config.shutdown_grace)
-        acker.give_back(buffer.drain())
-        await cpu.close(CPU_CLOSE_GRACE)
-        await acker.close(by_name["acker"], ACK_FLUSH_TIMEOUT)
+            self._stop_reason = self._stop_reason or f"{part.name} died"
 
     # -- views ------------------------------------------------------------------------
     def _running_actors(self) -> list[str]:

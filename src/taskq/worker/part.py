@@ -1,0 +1,197 @@
+"""One lifecycle for every part of a worker: ``Part``, and ``Parts`` that runs a list of them.
+
+A part (the fetcher, the consumers, the acker, the heartbeat...) is anything with::
+
+    name: str                       # in logs: "fetcher", "consumers", ...
+    stop_timeout: float | None      # how long run() may take to return after stop();
+                                    # past it run() is cancelled (logged). None: the part
+                                    # bounds its own wind-down (a grace, a flush timeout)
+    async def start() -> None       # acquire what it needs (bind a port, register a row,
+                                    # start processes); raise TaskqError to refuse; return
+                                    # when ready
+    async def run() -> None         # do the work until stop(), then wind down and return;
+                                    # returning or raising before stop() is a death
+    def stop(*, hurry=False) -> None  # ask run() to wind down; idempotent, never blocks;
+                                    # hurry (a second signal): skip any grace that is left
+
+``Parts`` holds the ordered list. ``start`` starts them in order (a part that refuses
+stops the ones already started, in reverse, and the error goes up); each part's
+``run`` is a task ``Parts`` owns; ``wait`` returns when a stop is asked for or a part
+ended on its own; ``stop`` stops them in reverse order, each once, waiting for each
+``run`` to return before the next is asked. So a part is stopped after every part that
+depends on it: list the parts a part uses before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..logs import get_logger
+
+log = get_logger(__name__)
+
+
+class Part(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def stop_timeout(self) -> float | None: ...
+
+    async def start(self) -> None: ...
+
+    async def run(self) -> None: ...
+
+    def stop(self, *, hurry: bool = False) -> None: ...
+
+
+class PartState(enum.Enum):
+    NEW = "new"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+
+
+class StopSignal:
+    """The stop request of one part: idempotent, awaitable, and a sleep it cuts short."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self.hurried = False
+
+    def set(self, *, hurry: bool = False) -> None:
+        self.hurried = self.hurried or hurry
+        self._event.set()
+
+    def __bool__(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+    async def sleep(self, seconds: float) -> bool:
+        """Sleep ``seconds`` unless stopped first; True when stopped."""
+        if self._event.is_set():
+            return True
+        try:
+            async with asyncio.timeout(seconds):
+                await self._event.wait()
+        except TimeoutError:
+            return False
+        return True
+
+
+@dataclass(slots=True, eq=False)
+class _Entry:
+    part: Part
+    state: PartState = PartState.NEW
+    task: asyncio.Task[None] | None = None
+    reported: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """A part whose ``run`` ended before it was asked to stop."""
+
+    name: str
+    error: BaseException | None  # None: it returned (or was cancelled from outside)
+    cancelled: bool
+
+
+class Parts:
+    def __init__(self, parts: Sequence[Part]) -> None:
+        names = [p.name for p in parts]
+        if len(set(names)) != len(names):
+            raise ValueError(f"part names must be unique: {names}")
+        self._entries = [_Entry(p) for p in parts]
+        self._hurried = False
+
+    def __iter__(self) -> Iterator[Part]:
+        return (e.part for e in self._entries)
+
+    def state(self, name: str) -> PartState:
+        return next(e.state for e in self._entries if e.part.name == name)
+
+    async def start(self) -> None:
+        """Start every part in order; if one refuses, stop the started ones and re-raise."""
+        for entry in self._entries:
+            entry.state = PartState.STARTING
+            try:
+                await entry.part.start()
+            except BaseException:
+                entry.state = PartState.STOPPED
+                await self.stop()
+                raise
+            entry.task = asyncio.create_task(entry.part.run(), name=f"taskq-{entry.part.name}")
+            entry.state = PartState.RUNNING
+
+    async def wait(self, stop: asyncio.Event) -> list[Ended]:
+        """Until ``stop`` is set or a part's ``run`` ends; the parts that ended on their own."""
+        tasks = {e.task for e in self._entries if e.task is not None}
+        stop_waiter = asyncio.create_task(stop.wait(), name="taskq-stop-wait")
+        try:
+            await asyncio.wait({*tasks, stop_waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop_waiter.cancel()
+            await asyncio.gather(stop_waiter, return_exceptions=True)
+        ended = []
+        for entry in self._entries:
+            task = entry.task
+            if task is not None and task.done() and entry.state is PartState.RUNNING:
+                entry.reported = True
+                cancelled = task.cancelled()
+                error = None if cancelled else task.exception()
+                ended.append(Ended(entry.part.name, error, cancelled))
+        return ended
+
+    def hurry(self) -> None:
+        """A second stop request: parts stopping now, and those stopped later, skip their grace."""
+        self._hurried = True
+        for entry in self._entries:
+            if entry.state is PartState.STOPPING:
+                entry.part.stop(hurry=True)
+
+    async def stop(self) -> None:
+        """Stop every started part in reverse order, each once."""
+        for entry in reversed(self._entries):
+            if entry.state is not PartState.RUNNING:
+                continue
+            entry.state = PartState.STOPPING
+            part, task = entry.part, entry.task
+            assert task is not None
+            part.stop(hurry=self._hurried)
+            done, _ = await asyncio.wait({task}, timeout=part.stop_timeout)
+            if not done:
+                log.warning(
+                    "part-stop-timed-out",
+                    part=part.name,
+                    timeout=part.stop_timeout,
+                    note="cancelled",
+                )
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            elif not entry.reported and not task.cancelled() and task.exception() is not None:
+                exc = task.exception()
+                log.error(
+                    "worker-component-died",
+                    component=part.name,
+                    during="shutdown",
+                    exception=f"{type(exc).__name__}: {exc}",
+                    exc_info=exc,
+                )
+            entry.state = PartState.STOPPED
+
+    async def abort(self) -> None:
+        """Cancel whatever still runs (``stop`` itself was cut short); never raises."""
+        tasks = [e.task for e in self._entries if e.task is not None and not e.task.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for entry in self._entries:
+            if entry.state is not PartState.NEW:
+                entry.state = PartState.STOPPED
