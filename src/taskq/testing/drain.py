@@ -100,7 +100,7 @@ async def drain_async(
             worker_label="taskq.testing.drain",
         )
     )
-    threads = ThreadRunner(name="taskq-drain")
+    threads = ThreadRunner(thread_name="taskq-drain")
     executor = Executor(registry, threads, None, RESULT_MAX_BYTES)
     runs: list[Ran] = []
     try:
