@@ -113,6 +113,26 @@ workgroup_child_scrape_ok = Gauge(
 )
 
 
+# -- the fleet's backlog (computed by the one supervisor holding the lease) ---------
+queue_jobs = Gauge(
+    "taskq_queue_jobs",
+    "Jobs per queue in the queued, running and dead states.",
+    ["queue", "state"],
+    registry=WORKGROUP,
+)
+queue_oldest_age = Gauge(
+    "taskq_queue_oldest_age_seconds",
+    "Age of the oldest queued job whose run_at has passed, per queue (0 when none is due).",
+    ["queue"],
+    registry=WORKGROUP,
+)
+backlog_leader = Gauge(
+    "taskq_backlog_leader",
+    "1 on the workgroup supervisor that computes the fleet's backlog metrics.",
+    registry=WORKGROUP,
+)
+
+
 def render(registry: CollectorRegistry) -> bytes:
     """The Prometheus text exposition of one registry."""
     return generate_latest(registry)

@@ -7,6 +7,7 @@ import os
 import re
 import signal
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from taskq.client import Client
 from tests.helpers import wait_until
-from tests.workgroup_actors import fail
+from tests.workgroup_actors import fail, noop
 from tests.workgroup_harness import Workgroup, write_config
 
 pytestmark = pytest.mark.slow
@@ -76,12 +77,27 @@ def test_every_series_of_the_alert_rules_is_scraped_from_the_supervisor(
     wg.started_pid("batch")
     with Client(target.dsn, schema=target.schema) as client:
         client.enqueue(fail)  # a dead letter: taskq_pool_items_dead_lettered_total{worker=api}
+        # a backlog on a queue nobody consumes, the oldest due for two minutes
+        past = datetime.now(UTC) - timedelta(seconds=120)
+        client.enqueue_with(noop, queue="nobody", run_at=past)
+        client.enqueue_with(noop, queue="nobody")
+        client.enqueue_with(noop, queue="nobody", delay=3600)
+
+    def backlog(s: dict[str, list], queue: str, state: str) -> float | None:
+        hits = [
+            x.value
+            for x in s.get("taskq_queue_jobs", [])
+            if x.labels["queue"] == queue and x.labels["state"] == state
+        ]
+        return hits[0] if hits else None
 
     series = wait_until(
         lambda: (
             (s := scrape(wg))
             and workers_of(s, "taskq_pool_workers_alive") == {"api", "batch"}
             and "api" in workers_of(s, "taskq_pool_items_dead_lettered_total")
+            and backlog(s, "default", "dead") == 1
+            and backlog(s, "nobody", "queued") == 3
             and s
         ),
         timeout=60,
@@ -103,6 +119,20 @@ def test_every_series_of_the_alert_rules_is_scraped_from_the_supervisor(
     assert dead.value == 1
     ok = {s.labels["worker"]: s.value for s in series["taskq_workgroup_child_scrape_ok"]}
     assert ok == {"api": 1.0, "batch": 1.0}
+    # the backlog, computed by this supervisor (the only one: it holds the lease)
+    (leader,) = series["taskq_backlog_leader"]
+    assert leader.value == 1
+    ages = {s.labels["queue"]: s.value for s in series["taskq_queue_oldest_age_seconds"]}
+    assert ages["nobody"] >= 120
+    assert ages["email"] == 0  # configured queues are there, at zero
+    assert backlog(series, "email", "queued") == 0
+    # the backlog, computed by this supervisor (the only one: it holds the lease)
+    (leader,) = series["taskq_backlog_leader"]
+    assert leader.value == 1
+    ages = {s.labels["queue"]: s.value for s in series["taskq_queue_oldest_age_seconds"]}
+    assert ages["nobody"] >= 120
+    assert ages["email"] == 0  # configured queues are there, at zero
+    assert backlog(series, "email", "queued") == 0
 
 
 def test_a_dead_child_drops_out_and_its_replacement_is_scraped(
@@ -136,3 +166,36 @@ def test_a_dead_child_drops_out_and_its_replacement_is_scraped(
         "api": 1.0,
         "batch": 1.0,
     }
+
+
+def test_two_workgroups_on_one_store_compute_the_backlog_once(
+    target, workgroup: Workgroup, tmp_path: Path
+) -> None:
+    other = Workgroup(
+        write_config(tmp_path / "other.toml", CONFIG.replace('"api"', '"api2"')), target.env
+    )
+    try:
+
+        def leaders() -> list[float] | None:
+            values = []
+            for wg in (workgroup, other):
+                samples = scrape(wg).get("taskq_backlog_leader")
+                if not samples:
+                    return None
+                values.append(samples[0].value)
+            return values if sum(values) == 1 else None
+
+        values = wait_until(leaders, timeout=60, what="exactly one backlog leader")
+        leader, follower = (workgroup, other) if values[0] == 1 else (other, workgroup)
+        assert scrape(leader).get("taskq_queue_jobs")
+        assert not scrape(follower).get("taskq_queue_jobs")
+        # the leader stops cleanly: it gives the lease back and the other takes over
+        assert leader.stop() == 0
+        wait_until(
+            lambda: [s.value for s in scrape(follower).get("taskq_backlog_leader", [])] == [1.0],
+            timeout=60,
+            what="the other supervisor taking over the backlog metrics",
+        )
+        assert scrape(follower).get("taskq_queue_jobs")
+    finally:
+        other.cleanup()

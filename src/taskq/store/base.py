@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 from uuid import UUID
 
+from ..insight import JobError, JobFilter, QueueActivity, QueueDepth, WorkgroupReport
 from ..jobs import (
     ActorConfig,
     ClaimedJob,
@@ -184,3 +185,38 @@ class Store(Protocol):
     async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
         """Return when a job may be available on ``queues`` (NOTIFY on Postgres) or
         after ``timeout``. True if woken by a notification."""
+
+    # -- operators (metrics, dashboard; store/<engine>_insight.py) -----------------------
+    async def queue_backlog(self) -> list[QueueDepth]:
+        """Per queue with queued, running or dead jobs: the counts and the age of the
+        oldest due queued job. Scans only the partial indexes of those states."""
+
+    async def queue_activity(self, since: datetime) -> list[QueueActivity]:
+        """Per queue since ``since``: jobs succeeded, runs failed, jobs gone dead."""
+
+    async def browse_jobs(
+        self, filters: JobFilter, *, before: UUID | None = None, limit: int = 50
+    ) -> list[Job]:
+        """A page of jobs newest first with ``id < before`` (keyset pagination)."""
+
+    async def job_errors(self, job_id: UUID) -> list[JobError]:
+        """Every failed run of a job (exceptions and crashes), oldest first."""
+
+    async def discard_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
+        """Delete dead or cancelled jobs; returns the ids deleted."""
+
+    async def try_lead(self, name: str, holder: str, seconds: float) -> bool:
+        """Take or renew the lease named ``name`` for ``seconds``; True while ``holder``
+        holds it (one holder across every process on the store)."""
+
+    async def release_lead(self, name: str, holder: str) -> None: ...
+
+    async def report_workgroup(
+        self, instance: UUID, hostname: str, pid: int, children: list[dict[str, Any]]
+    ) -> None:
+        """Record a workgroup supervisor's status of its children (the dashboard)."""
+
+    async def remove_workgroup(self, instance: UUID) -> None: ...
+
+    async def list_workgroups(self, since: datetime) -> list[WorkgroupReport]:
+        """Workgroups that reported since ``since``, newest first."""

@@ -49,6 +49,7 @@ from .drift import config_differences
 from .enqueue import needs_full, pg_statements, pg_steps, run_async
 from .queues import limits_from_row, overview
 from .rows import Codec
+from .postgres_insight import PostgresInsight
 from .sqlfile import load_migrations, load_queries
 
 log = get_logger(__name__)
@@ -103,10 +104,11 @@ def _utc(value: datetime | None) -> datetime | None:
 CODEC = Codec(uuid=lambda v: cast(UUID, v), time=_utc, texts=list)
 
 
-class PostgresStore:
+class PostgresStore(PostgresInsight):
     """``Store`` on Postgres; all tables live in ``schema``."""
 
     kind = "postgres"
+    _job_from_row = staticmethod(CODEC.job)
 
     def __init__(
         self, dsn: str, *, schema: str = "taskq", min_size: int = 1, max_size: int = 10

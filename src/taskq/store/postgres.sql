@@ -565,3 +565,79 @@ WHERE id IN (SELECT id FROM jobs
 DELETE FROM workers w
 WHERE w.last_seen_at < %(before)s
   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.worker_id = w.id AND j.state = 'running');
+
+-- name: queue_backlog
+-- description: Per queue: queued (with its oldest run_at), running and dead counts; each part one scan of a partial index.
+SELECT queue, 'queued' AS state, count(*) AS jobs,
+       CASE WHEN min(run_at) <= now()
+            THEN extract(epoch FROM now() - min(run_at))::float8 ELSE 0.0 END AS oldest_due_age
+FROM jobs WHERE state = 'queued' GROUP BY queue
+UNION ALL
+SELECT queue, 'running', count(*), 0.0 FROM jobs WHERE state = 'running' GROUP BY queue
+UNION ALL
+SELECT queue, 'dead', count(*), 0.0 FROM jobs WHERE state = 'dead' GROUP BY queue;
+
+-- name: queue_activity
+-- description: Per queue since a time: succeeded jobs, failed runs and jobs gone dead.
+SELECT queue, 'succeeded' AS kind, count(*) AS n FROM jobs
+WHERE state = 'succeeded' AND finished_at >= %(since)s GROUP BY queue
+UNION ALL
+SELECT j.queue AS queue, 'failed_run', count(*) FROM job_errors AS e JOIN jobs AS j ON j.id = e.job_id
+WHERE e.at >= %(since)s GROUP BY j.queue
+UNION ALL
+SELECT queue, 'dead', count(*) FROM jobs
+WHERE state = 'dead' AND finished_at >= %(since)s GROUP BY queue;
+
+-- name: browse_jobs
+-- description: One page of jobs newest first, filtered, after a keyset cursor (id < before).
+SELECT id, actor, queue, args::text, kwargs::text, priority, state, attempt, max_attempts,
+       crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
+       worker_id, lease_expires_at, last_error, dead_reason, result::text AS result
+FROM jobs
+WHERE id < %(before)s::uuid
+  AND (%(state)s::text IS NULL OR state = %(state)s::text)
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(actor)s::text IS NULL OR actor = %(actor)s::text)
+  AND (%(error)s::text IS NULL OR strpos(lower(last_error), lower(%(error)s::text)) > 0)
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: job_errors
+-- description: Every failed run of one job, oldest first.
+SELECT attempt, at, crash, worker_id, error FROM job_errors
+WHERE job_id = %(id)s ORDER BY at, attempt;
+
+-- name: discard_jobs
+-- description: Delete dead or cancelled jobs (their errors go with them).
+DELETE FROM jobs WHERE id = ANY(%(ids)s::uuid[]) AND state IN ('dead', 'cancelled')
+RETURNING id;
+
+-- name: try_lead
+-- description: Take or renew the lease on a fleet-wide chore; a row comes back when we hold it.
+INSERT INTO leaders (name, holder, expires_at)
+VALUES (%(name)s, %(holder)s, now() + make_interval(secs => %(seconds)s))
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+WHERE leaders.holder = excluded.holder OR leaders.expires_at < now()
+RETURNING holder;
+
+-- name: release_lead
+-- description: Give up a chore's lease (clean shutdown), so another process takes it now.
+DELETE FROM leaders WHERE name = %(name)s AND holder = %(holder)s RETURNING name;
+
+-- name: report_workgroup
+-- description: Record what a workgroup supervisor says about its children.
+INSERT INTO workgroups (instance, hostname, pid, children, updated_at)
+VALUES (%(instance)s, %(hostname)s, %(pid)s, %(children)s::json, now())
+ON CONFLICT (instance) DO UPDATE
+SET hostname = excluded.hostname, pid = excluded.pid, children = excluded.children,
+    updated_at = excluded.updated_at
+RETURNING instance;
+
+-- name: remove_workgroup
+-- description: Forget a workgroup that stopped cleanly.
+DELETE FROM workgroups WHERE instance = %(instance)s RETURNING instance;
+
+-- name: list_workgroups
+-- description: Workgroups heard from since a time, newest first.
+SELECT instance, hostname, pid, children::text AS children, updated_at FROM workgroups
+WHERE updated_at >= %(since)s ORDER BY updated_at DESC;

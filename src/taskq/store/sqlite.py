@@ -48,6 +48,7 @@ from .enqueue import sqlite_enqueue
 from .queues import ACTOR, QUEUE, limits_from_row, overview
 from .rows import Codec
 from .sqlfile import load_migrations, load_queries
+from .sqlite_insight import SqliteInsight
 
 log = get_logger(__name__)
 T = TypeVar("T")
@@ -110,10 +111,11 @@ def split_script(script: str) -> list[str]:
 CODEC = Codec(uuid=UUID, time=_dt, texts=json.loads)
 
 
-class SqliteStore:
+class SqliteStore(SqliteInsight):
     """``Store`` on one SQLite file."""
 
     kind = "sqlite"
+    _job_from_row = staticmethod(CODEC.job)
 
     def __init__(
         self,

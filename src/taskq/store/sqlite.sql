@@ -405,3 +405,78 @@ DELETE FROM workers
 WHERE last_seen_at < :before
   AND NOT EXISTS (SELECT 1 FROM jobs
                   WHERE jobs.worker_id = workers.id AND jobs.state = 'running');
+
+-- name: queue_backlog
+-- description: Per queue: queued (with its oldest run_at), running and dead counts; each part one scan of a partial index.
+SELECT queue, 'queued' AS state, count(*) AS jobs,
+       CASE WHEN min(run_at) <= :now THEN :now - min(run_at) ELSE 0.0 END AS oldest_due_age
+FROM jobs WHERE state = 'queued' GROUP BY queue
+UNION ALL
+SELECT queue, 'running', count(*), 0.0 FROM jobs WHERE state = 'running' GROUP BY queue
+UNION ALL
+SELECT queue, 'dead', count(*), 0.0 FROM jobs WHERE state = 'dead' GROUP BY queue;
+
+-- name: queue_activity
+-- description: Per queue since a time: succeeded jobs, failed runs and jobs gone dead.
+SELECT queue, 'succeeded' AS kind, count(*) AS n FROM jobs
+WHERE state = 'succeeded' AND finished_at >= :since GROUP BY queue
+UNION ALL
+SELECT j.queue AS queue, 'failed_run', count(*) FROM job_errors AS e JOIN jobs AS j ON j.id = e.job_id
+WHERE e.at >= :since GROUP BY j.queue
+UNION ALL
+SELECT queue, 'dead', count(*) FROM jobs
+WHERE state = 'dead' AND finished_at >= :since GROUP BY queue;
+
+-- name: browse_jobs
+-- description: One page of jobs newest first, filtered, after a keyset cursor (id < before).
+SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
+       crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
+       worker_id, lease_expires_at, last_error, dead_reason, result
+FROM jobs
+WHERE id < :before
+  AND (:state IS NULL OR state = :state)
+  AND (:queue IS NULL OR queue = :queue)
+  AND (:actor IS NULL OR actor = :actor)
+  AND (:error IS NULL OR instr(lower(last_error), lower(:error)) > 0)
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: job_errors
+-- description: Every failed run of one job, oldest first.
+SELECT attempt, at, crash, worker_id, error FROM job_errors
+WHERE job_id = :id ORDER BY at, attempt;
+
+-- name: discard_jobs
+-- description: Delete dead or cancelled jobs (their errors go with them, by trigger).
+DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(:ids))
+  AND state IN ('dead', 'cancelled')
+RETURNING id;
+
+-- name: try_lead
+-- description: Take or renew the lease on a fleet-wide chore; a row comes back when we hold it.
+INSERT INTO leaders (name, holder, expires_at) VALUES (:name, :holder, :now + :seconds)
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+WHERE leaders.holder = excluded.holder OR leaders.expires_at < :now
+RETURNING holder;
+
+-- name: release_lead
+-- description: Give up a chore's lease (clean shutdown), so another process takes it now.
+DELETE FROM leaders WHERE name = :name AND holder = :holder RETURNING name;
+
+-- name: report_workgroup
+-- description: Record what a workgroup supervisor says about its children.
+INSERT INTO workgroups (instance, hostname, pid, children, updated_at)
+VALUES (:instance, :hostname, :pid, :children, :now)
+ON CONFLICT (instance) DO UPDATE
+SET hostname = excluded.hostname, pid = excluded.pid, children = excluded.children,
+    updated_at = excluded.updated_at
+RETURNING instance;
+
+-- name: remove_workgroup
+-- description: Forget a workgroup that stopped cleanly.
+DELETE FROM workgroups WHERE instance = :instance RETURNING instance;
+
+-- name: list_workgroups
+-- description: Workgroups heard from since a time, newest first.
+SELECT instance, hostname, pid, children, updated_at FROM workgroups
+WHERE updated_at >= :since ORDER BY updated_at DESC;

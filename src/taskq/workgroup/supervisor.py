@@ -34,6 +34,7 @@ from .child import PIPE_LIMIT, Child, ChildState, build_command, describe_exit, 
 from .config import WorkgroupConfig
 from .http import StatusServer
 from .pumps import pump
+from .reporter import FleetReporter
 from .validate import warnings_for
 
 log = get_logger(__name__)
@@ -45,6 +46,8 @@ UNHEALTHY_KILL_GRACE = 5.0
 PUMP_DRAIN_TIMEOUT = 5.0
 #: the ``reason`` label values of ``taskq_workgroup_child_restarts_total``
 RESTART_REASONS = ("child_exit", "spawn_failed", "unhealthy")
+#: how often the supervisor reports its children and (when it leads) the backlog
+REPORT_INTERVAL = 5.0
 #: one store call of the rescue path
 STORE_CALL_TIMEOUT = 10.0
 
@@ -76,7 +79,9 @@ class Supervisor:
         env: Mapping[str, str] | None = None,
         http_host: str = "0.0.0.0",
         unhealthy_kill_grace: float = UNHEALTHY_KILL_GRACE,
+        report_interval: float = REPORT_INTERVAL,
     ) -> None:
+        self._report_interval = report_interval
         self.config = config
         self.instance = instance or uuid7()
         self._on_event = on_event
@@ -211,6 +216,7 @@ class Supervisor:
                     for child in self.children
                 ]
                 group.create_task(self._shutdown_on_stop(lifecycles), name="workgroup-shutdown")
+                group.create_task(self._reporter().run(self._stop), name="workgroup-report")
         finally:
             for sig in handled:
                 loop.remove_signal_handler(sig)
@@ -242,6 +248,15 @@ class Supervisor:
     def _refresh_gauges(self) -> None:
         metrics.workgroup_children_alive.set(sum(1 for c in self.children if c.alive))
         metrics.workgroup_children_latched.set(sum(1 for c in self.children if c.latched))
+
+    def _reporter(self) -> FleetReporter:
+        return FleetReporter(
+            instance=self.instance,
+            store=self._store_for_rescue,
+            children=lambda: [c.status() for c in self.children],
+            queues=[q for c in self.children for q in c.spec.queues],
+            interval=self._report_interval,
+        )
 
     def _child_sockets(self) -> list[tuple[str, str | None]]:
         """Each child's health socket while it runs (the ``/metrics`` merge)."""
