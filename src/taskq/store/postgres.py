@@ -47,9 +47,9 @@ from ..logs import get_logger
 from ..settings import redact, validate_schema
 from .drift import config_differences
 from .enqueue import needs_full, pg_statements, pg_steps, run_async
+from .postgres_insight import PostgresInsight
 from .queues import limits_from_row, overview
 from .rows import Codec
-from .postgres_insight import PostgresInsight
 from .sqlfile import load_migrations, load_queries
 
 log = get_logger(__name__)

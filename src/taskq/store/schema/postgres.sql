@@ -14,6 +14,16 @@ CREATE TABLE actors (
     CONSTRAINT actors_pkey PRIMARY KEY (name)
 );
 
+CREATE TABLE job_errors (
+    job_id uuid NOT NULL,
+    attempt integer NOT NULL,
+    at timestamp with time zone NOT NULL DEFAULT now(),
+    crash boolean NOT NULL,
+    worker_id uuid,
+    error text NOT NULL,
+    CONSTRAINT job_errors_job_id_fkey FOREIGN KEY (job_id) REFERENCES jobs(id) ON DELETE CASCADE
+);
+
 CREATE TABLE jobs (
     id uuid NOT NULL,
     actor text NOT NULL,
@@ -49,6 +59,13 @@ CREATE TABLE jobs (
     CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'dead'::text, 'cancelled'::text]))),
     CONSTRAINT jobs_unique_states_check CHECK (((unique_key IS NULL) OR ((strpos(unique_states, ',queued,'::text) > 0) AND (strpos(unique_states, ',running,'::text) > 0))))
 ) WITH (autovacuum_analyze_scale_factor=0.02, autovacuum_vacuum_cost_delay=1, autovacuum_vacuum_insert_scale_factor=0.05, autovacuum_vacuum_scale_factor=0.02, fillfactor=80);
+
+CREATE TABLE leaders (
+    name text NOT NULL,
+    holder text NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT leaders_pkey PRIMARY KEY (name)
+);
 
 CREATE TABLE limit_starts (
     kind text NOT NULL,
@@ -99,7 +116,20 @@ CREATE TABLE workers (
     CONSTRAINT workers_pkey PRIMARY KEY (id)
 ) WITH (autovacuum_vacuum_scale_factor=0.05, fillfactor=70);
 
+CREATE TABLE workgroups (
+    instance uuid NOT NULL,
+    hostname text NOT NULL,
+    pid integer NOT NULL,
+    children json NOT NULL,
+    updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT workgroups_pkey PRIMARY KEY (instance)
+);
+
+CREATE INDEX job_errors_job_idx ON job_errors USING btree (job_id, at);
+
 CREATE INDEX jobs_claim_idx ON jobs USING btree (queue, priority, run_at, id) WHERE (state = 'queued'::text);
+
+CREATE INDEX jobs_dead_idx ON jobs USING btree (queue, id) WHERE (state = 'dead'::text);
 
 CREATE INDEX jobs_prune_idx ON jobs USING btree (finished_at) WHERE (state = 'succeeded'::text);
 
@@ -134,4 +164,18 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION record_job_error()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+    INSERT INTO job_errors (job_id, attempt, crash, worker_id, error)
+    VALUES (NEW.id, NEW.attempt, NEW.crash_count > OLD.crash_count, OLD.worker_id,
+            NEW.last_error);
+    RETURN NULL;
+END
+$function$;
+
 CREATE TRIGGER jobs_notify_enqueued AFTER INSERT ON jobs REFERENCING NEW TABLE AS new_jobs FOR EACH STATEMENT EXECUTE FUNCTION notify_enqueued();
+
+CREATE TRIGGER jobs_record_error AFTER UPDATE OF last_error ON jobs FOR EACH ROW WHEN (((old.state = 'running'::text) AND (new.state = ANY (ARRAY['queued'::text, 'dead'::text])) AND (new.last_error IS NOT NULL) AND (new.attempt = old.attempt))) EXECUTE FUNCTION record_job_error();

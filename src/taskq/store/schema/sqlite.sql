@@ -13,6 +13,15 @@ CREATE TABLE actors (
     updated_at   REAL    NOT NULL
 );
 
+CREATE TABLE job_errors (
+    job_id    TEXT    NOT NULL,
+    attempt   INTEGER NOT NULL,
+    at        REAL    NOT NULL,
+    crash     INTEGER NOT NULL,
+    worker_id TEXT,
+    error     TEXT    NOT NULL
+);
+
 CREATE TABLE jobs (
     id               TEXT    PRIMARY KEY,
     actor            TEXT    NOT NULL,
@@ -37,6 +46,12 @@ CREATE TABLE jobs (
     dead_reason      TEXT,
     result           TEXT, unique_key TEXT, unique_states TEXT, meta TEXT, tags TEXT, snooze_count INTEGER NOT NULL DEFAULT 0, cancelled_at REAL, cancelled_by TEXT,
     CHECK ((state = 'dead') = (dead_reason IS NOT NULL))
+);
+
+CREATE TABLE leaders (
+    name       TEXT PRIMARY KEY,
+    holder     TEXT NOT NULL,
+    expires_at REAL NOT NULL
 );
 
 CREATE TABLE limit_starts (
@@ -81,7 +96,19 @@ CREATE TABLE workers (
     last_seen_at       REAL    NOT NULL
 );
 
+CREATE TABLE workgroups (
+    instance   TEXT    PRIMARY KEY,
+    hostname   TEXT    NOT NULL,
+    pid        INTEGER NOT NULL,
+    children   TEXT    NOT NULL,
+    updated_at REAL    NOT NULL
+);
+
+CREATE INDEX job_errors_job_idx ON job_errors (job_id, at);
+
 CREATE INDEX jobs_claim_idx ON jobs (queue, priority, run_at, id) WHERE state = 'queued';
+
+CREATE INDEX jobs_dead_idx ON jobs (queue, id) WHERE state = 'dead';
 
 CREATE INDEX jobs_prune_idx ON jobs (finished_at) WHERE state = 'succeeded';
 
@@ -94,3 +121,21 @@ CREATE INDEX limit_starts_idx ON limit_starts (kind, name, started_at);
 
 CREATE INDEX workers_wg_lookup_idx ON workers (workgroup_instance, worker_label, last_seen_at DESC)
     WHERE workgroup_instance IS NOT NULL;
+
+CREATE TRIGGER jobs_drop_errors
+    AFTER DELETE ON jobs
+    FOR EACH ROW
+BEGIN
+    DELETE FROM job_errors WHERE job_id = OLD.id;
+END;
+
+CREATE TRIGGER jobs_record_error
+    AFTER UPDATE OF last_error ON jobs
+    FOR EACH ROW
+    WHEN OLD.state = 'running' AND NEW.state IN ('queued', 'dead')
+         AND NEW.last_error IS NOT NULL AND NEW.attempt = OLD.attempt
+BEGIN
+    INSERT INTO job_errors (job_id, attempt, at, crash, worker_id, error)
+    VALUES (NEW.id, NEW.attempt, (julianday('now') - 2440587.5) * 86400.0,
+            NEW.crash_count > OLD.crash_count, OLD.worker_id, NEW.last_error);
+END;
