@@ -431,7 +431,8 @@ WHERE state = 'dead' AND finished_at >= :since GROUP BY queue;
 -- description: One page of jobs newest first, filtered, after a keyset cursor (id < before).
 SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
        crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
-       worker_id, lease_expires_at, last_error, dead_reason, result
+       worker_id, lease_expires_at, last_error, dead_reason, result, snooze_count,
+       cancelled_at, cancelled_by
 FROM jobs
 WHERE id < :before
   AND (:state IS NULL OR state = :state)
