@@ -8,10 +8,11 @@ what the jobs themselves saw: how many ran at once, how many started, which were
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 
-from taskq import Registry
+from taskq import Registry, Snooze
 from tests.worker_actors import record
 
 registry = Registry()
@@ -86,3 +87,29 @@ def pids_of(path: str | Path, event: str) -> set[str]:
     except FileNotFoundError:
         return set()
     return {line.split()[2] for line in lines if line.split()[0] == event}
+
+
+@registry.actor(queue="snoozy", max_snoozes=3)
+async def snoozer(key: str, times: int, seconds: float = 0.05, returned: bool = False) -> str:
+    """Snoozes ``times`` times (counted in the ledger), then succeeds."""
+    if count_key(key, "snooze") < times:
+        record("snooze", key)
+        if returned:
+            return Snooze(seconds)  # type: ignore[return-value]
+        raise Snooze(seconds)
+    record("run", key)
+    return key
+
+
+@registry.actor(queue="snoozy", max_snoozes=3)
+def snoozer_sync(key: str, times: int, seconds: float = 0.05) -> str:
+    if count_key(key, "snooze") < times:
+        record("snooze", key)
+        raise Snooze(seconds)
+    record("run", key)
+    return key
+
+
+def count_key(key: str, event: str) -> int:
+    path = os.environ.get("TASKQ_TEST_RUNS")
+    return 0 if not path else sum(1 for e, k in ledger(path) if e == event and k == key)

@@ -19,6 +19,7 @@ The tree::
     +-- InvalidJobState              e.g. cancelling a job that already finished
     +-- ActorConfigDrift             the registry disagrees with the stored actor config
     +-- CrashLoop                    a supervisor gave up: its members kept dying
+    +-- Snooze                       not an error: an actor raises (or returns) it to run later
     +-- PoolError                    the CPU process pool
         +-- PoolClosed
         +-- BreakerOpen
@@ -163,3 +164,28 @@ class JobFailed(PoolError):
 
 class PayloadUndecodable(PoolError):
     """the pool process could not decode the job's JSON payload."""
+
+
+class Snooze(TaskqError):
+    """the job snoozed: run it again later, no attempt charged."""
+
+    def __init__(self, seconds: float) -> None:
+        if (
+            not isinstance(seconds, int | float)
+            or isinstance(seconds, bool)
+            or not 0 <= seconds < float("inf")
+        ):
+            raise ConfigError(f"Snooze needs a finite number of seconds >= 0, got {seconds!r}")
+        self.seconds = float(seconds)
+        super().__init__(f"snoozed for {self.seconds!r}s")
+
+    @classmethod
+    def seconds_in(cls, message: str) -> float | None:
+        """The seconds of a Snooze from its message (how it crosses from a pool process)."""
+        text = message.strip()
+        if text.startswith("snoozed for ") and text.endswith("s"):
+            try:
+                return float(text[len("snoozed for ") : -1])
+            except ValueError:
+                return None
+        return None

@@ -64,6 +64,7 @@ class Actor(Generic[P, R]):
     retry_backoff: RetryBackoff = field(default_factory=RetryBackoff)
     initializer: Callable[[], Any] | None = None  # cpu_bound: runs in every new pool process
     unique: Unique | None = None  # its jobs are unique (see taskq.Unique)
+    max_snoozes: int = 100  # snoozes past this end the job dead/snoozed_too_often
 
     @property
     def is_async(self) -> bool:
@@ -136,6 +137,7 @@ class Registry:
         retry_backoff: RetryBackoff | None = None,
         initializer: Callable[[], Any] | None = None,
         unique: bool | Unique = False,
+        max_snoozes: int = 100,
     ) -> Callable[[Callable[P, R]], Actor[P, R]]: ...
 
     def actor(
@@ -154,12 +156,15 @@ class Registry:
         retry_backoff: RetryBackoff | None = None,
         initializer: Callable[[], Any] | None = None,
         unique: bool | Unique = False,
+        max_snoozes: int = 100,
     ) -> Actor[P, R] | Callable[[Callable[P, R]], Actor[P, R]]:
         """Register a function as an actor: ``@registry.actor`` or ``@registry.actor(...)``."""
 
         def register(func: Callable[P, R]) -> Actor[P, R]:
             actor_name = name or func.__name__
             _check_options(actor_name, queue, max_attempts, timeout, max_crashes)
+            if not isinstance(max_snoozes, int) or isinstance(max_snoozes, bool) or max_snoozes < 0:
+                raise ConfigError(f"actor {actor_name!r}: max_snoozes must be an integer >= 0")
             if cpu_bound and inspect.iscoroutinefunction(func):
                 raise ConfigError(
                     f"actor {actor_name!r}: a cpu_bound actor must be a plain function"
@@ -179,6 +184,7 @@ class Registry:
                 retry_backoff=retry_backoff or RetryBackoff(),
                 initializer=initializer,
                 unique=as_unique(unique),
+                max_snoozes=max_snoozes,
             )
             self._actors[actor_name] = actor
             return actor

@@ -82,3 +82,19 @@ async def test_a_paused_queue_holds_in_every_worker_and_resumes(
     await wait_for_states(client.store, paused_ids, {"succeeded"})
     assert {j.attempts for j in [await client.get(i) for i in paused_ids]} == {1}
     assert all(w.proc.poll() is None for w in workers)
+
+
+async def test_snoozed_jobs_run_later_uncharged_across_workers(client, spawn, ledger):
+    ids = [await client.enqueue(actors.snoozer, f"s{i}", 2) for i in range(6)]
+    ids += [await client.enqueue(actors.snoozer, f"r{i}", 1, returned=True) for i in range(2)]
+    ids += [await client.enqueue(actors.snoozer_sync, f"y{i}", 2) for i in range(2)]
+    capped = await client.enqueue(actors.snoozer, "capped", 10)  # max_snoozes=3
+    for _ in range(2):
+        spawn("--queues", "snoozy", "--max-concurrency", "4")
+    jobs = await wait_for_states(client.store, ids, {"succeeded"}, timeout=60)
+    assert {j.attempts for j in jobs} == {1}
+    assert sorted(j.snooze_count for j in jobs) == [1, 1] + [2] * 8
+    assert actors.count(ledger, "run") == len(ids)
+    (dead,) = await wait_for_states(client.store, [capped], {"dead"}, timeout=60)
+    assert dead.dead_reason == "snoozed_too_often" and dead.snooze_count == 3
+    assert [e for e, k in actors.ledger(ledger) if k == "capped"] == ["snooze"] * 4

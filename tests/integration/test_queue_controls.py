@@ -159,3 +159,21 @@ async def test_limits_and_rates_are_checked(client):
             await client.set_queue_limits("a", **bad)
     with pytest.raises(ConfigError):
         await client.pause_queue("not a queue")
+
+
+async def test_a_snoozed_outcome_requeues_later_with_the_attempt_given_back(store):
+    from taskq.jobs import Outcome, OutcomeKind
+
+    (job_id,) = await store.enqueue([spec(queue="a")])
+    worker = uuid7()
+    (job,) = await claim(store, worker=worker)
+    assert job.attempt == 1 and job.snooze_count == 0
+    outcome = Outcome(job.id, job.attempt, OutcomeKind.SNOOZED, retry_delay=3600)
+    assert await store.complete(worker, [outcome]) == 1
+    stored = await store.get_job(job_id)
+    assert stored.state == "queued" and stored.attempts == 0 and stored.snooze_count == 1
+    assert stored.worker_id is None and stored.started_at is None
+    assert (stored.run_at - stored.created_at).total_seconds() > 3000
+    assert await claim(store) == []  # not due yet
+    await store.retry_jobs([job_id])  # no-op: only dead or cancelled jobs move
+    assert (await store.get_job(job_id)).snooze_count == 1

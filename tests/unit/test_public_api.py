@@ -24,6 +24,7 @@ DOCUMENTED = {
     "Registry",
     "RetryBackoff",
     "SchemaNotMigrated",
+    "Snooze",
     "StoreError",
     "StoreUnavailable",
     "TaskqError",

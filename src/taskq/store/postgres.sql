@@ -147,7 +147,8 @@ SELECT state, count(*) AS count FROM jobs GROUP BY state;
 -- A job whose unique key another job holds (or a newer job retried with it) stays put.
 WITH moved AS (
     UPDATE jobs
-    SET state = 'queued', attempt = 0, crash_count = 0, dead_reason = NULL, run_at = now(),
+    SET state = 'queued', attempt = 0, crash_count = 0, snooze_count = 0, dead_reason = NULL,
+        cancelled_at = NULL, cancelled_by = NULL, run_at = now(),
         started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
     WHERE id = ANY(%(ids)s::uuid[]) AND state IN ('dead', 'cancelled')
       AND (unique_key IS NULL OR NOT EXISTS (
@@ -165,7 +166,8 @@ FROM moved;
 -- description: Every dead job back to queued now; returns how many moved.
 WITH moved AS (
     UPDATE jobs
-    SET state = 'queued', attempt = 0, crash_count = 0, dead_reason = NULL, run_at = now(),
+    SET state = 'queued', attempt = 0, crash_count = 0, snooze_count = 0, dead_reason = NULL,
+        cancelled_at = NULL, cancelled_by = NULL, run_at = now(),
         started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
     WHERE state = 'dead'
       AND (unique_key IS NULL OR NOT EXISTS (
@@ -294,19 +296,28 @@ RETURNING jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args,
 -- fragment: end_run
 -- description: The SET list that ends a run, once for every way a run ends.
 -- Used by complete, rescue_worker and rescue_expired as `UPDATE jobs SET ... FROM verdict v`:
--- v.kind is the outcome ('succeeded', 'retry', 'dead', 'cancelled' or 'crashed'),
+-- v.kind is the outcome ('succeeded', 'retry', 'snoozed', 'dead', 'cancelled' or 'crashed'),
 -- v.next_state/v.next_reason the state it leads to, v.result/v.error/v.delay its data.
 -- A re-queued job forgets its run (worker, start, finish); any other keeps who ran it.
-state = v.next_state,
-dead_reason = v.next_reason,
+-- A snooze gives the attempt back and counts the snooze. A job whose cancel was asked
+-- for (cancelled_at set while it ran) ends `cancelled` whatever the outcome: never re-run.
+state = CASE WHEN jobs.cancelled_at IS NULL THEN v.next_state ELSE 'cancelled' END,
+dead_reason = CASE WHEN jobs.cancelled_at IS NULL THEN v.next_reason END,
 crash_count = jobs.crash_count + CASE WHEN v.kind = 'crashed' THEN 1 ELSE 0 END,
+attempt = jobs.attempt - CASE WHEN v.kind = 'snoozed' AND jobs.cancelled_at IS NULL
+                              THEN 1 ELSE 0 END,
+snooze_count = jobs.snooze_count + CASE WHEN v.kind = 'snoozed' AND jobs.cancelled_at IS NULL
+                                        THEN 1 ELSE 0 END,
 result = CASE WHEN v.kind = 'succeeded' THEN v.result::json END,
 last_error = coalesce(v.error, jobs.last_error),
-run_at = CASE WHEN v.next_state = 'queued'
+run_at = CASE WHEN v.next_state = 'queued' AND jobs.cancelled_at IS NULL
               THEN now() + make_interval(secs => v.delay) ELSE jobs.run_at END,
-started_at = CASE WHEN v.next_state = 'queued' THEN NULL ELSE jobs.started_at END,
-finished_at = CASE WHEN v.next_state = 'queued' THEN NULL ELSE now() END,
-worker_id = CASE WHEN v.next_state = 'queued' THEN NULL ELSE jobs.worker_id END,
+started_at = CASE WHEN v.next_state = 'queued' AND jobs.cancelled_at IS NULL
+                  THEN NULL ELSE jobs.started_at END,
+finished_at = CASE WHEN v.next_state = 'queued' AND jobs.cancelled_at IS NULL
+                   THEN NULL ELSE now() END,
+worker_id = CASE WHEN v.next_state = 'queued' AND jobs.cancelled_at IS NULL
+                 THEN NULL ELSE jobs.worker_id END,
 lease_expires_at = NULL
 
 -- fragment: crash_verdict
@@ -470,6 +481,7 @@ WITH outcome AS (
     SELECT o.*,
            CASE o.kind
                WHEN 'retry' THEN 'queued'
+               WHEN 'snoozed' THEN 'queued'
                WHEN 'crashed' THEN CASE c.rule WHEN 'queued' THEN 'queued' ELSE 'dead' END
                ELSE o.kind
            END AS next_state,
@@ -498,16 +510,21 @@ FROM done;
 -- description: Return claimed jobs to queued without charging the attempt (fenced).
 WITH returned AS (
     UPDATE jobs
-    SET state = 'queued', attempt = jobs.attempt - 1, worker_id = NULL,
-        lease_expires_at = NULL, started_at = NULL
+    SET state = CASE WHEN jobs.cancelled_at IS NULL THEN 'queued' ELSE 'cancelled' END,
+        attempt = jobs.attempt - 1,
+        worker_id = CASE WHEN jobs.cancelled_at IS NULL THEN NULL ELSE jobs.worker_id END,
+        lease_expires_at = NULL,
+        started_at = CASE WHEN jobs.cancelled_at IS NULL THEN NULL ELSE jobs.started_at END,
+        finished_at = CASE WHEN jobs.cancelled_at IS NULL THEN NULL ELSE now() END
     FROM unnest(%(ids)s::uuid[], %(attempts)s::int[]) AS v(id, attempt)
     WHERE jobs.id = v.id AND jobs.attempt = v.attempt
       AND (jobs.worker_id = %(worker_id)s AND jobs.state = 'running') IS TRUE
-    RETURNING jobs.queue, jobs.run_at
+    RETURNING jobs.queue, jobs.run_at, jobs.state
 )
 SELECT count(*) AS changed,
        (SELECT count(pg_notify(%(channel)s, q.queue))
-        FROM (SELECT DISTINCT queue FROM returned WHERE run_at <= now()) AS q) AS notified
+        FROM (SELECT DISTINCT queue FROM returned
+              WHERE state = 'queued' AND run_at <= now()) AS q) AS notified
 FROM returned;
 
 -- name: rescue_worker

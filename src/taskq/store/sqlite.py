@@ -603,9 +603,11 @@ class SqliteStore(SqliteInsight):
         return await self._run(self._write, self._complete, str(worker_id), outcomes)
 
     def _give_back(self, worker_id: str, jobs: Sequence[tuple[UUID, int]]) -> int:
+        now = time.time()
         return sum(
             self._db.execute(
-                Q["give_back"], {"id": str(job_id), "attempt": attempt, "worker_id": worker_id}
+                Q["give_back"],
+                {"id": str(job_id), "attempt": attempt, "worker_id": worker_id, "now": now},
             ).rowcount
             for job_id, attempt in jobs
         )

@@ -105,7 +105,8 @@ SELECT state, count(*) AS count FROM jobs GROUP BY state;
 -- description: Dead or cancelled jobs back to queued now, counters reset, error kept.
 -- A job whose unique key another job holds (or a newer job retried with it) stays put.
 UPDATE jobs
-SET state = 'queued', attempt = 0, crash_count = 0, dead_reason = NULL, run_at = :now,
+SET state = 'queued', attempt = 0, crash_count = 0, snooze_count = 0, dead_reason = NULL,
+    cancelled_at = NULL, cancelled_by = NULL, run_at = :now,
     started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('dead', 'cancelled')
   AND (unique_key IS NULL OR NOT EXISTS (
@@ -117,7 +118,8 @@ RETURNING id;
 -- name: retry_all_dead
 -- description: Every dead job back to queued now.
 UPDATE jobs
-SET state = 'queued', attempt = 0, crash_count = 0, dead_reason = NULL, run_at = :now,
+SET state = 'queued', attempt = 0, crash_count = 0, snooze_count = 0, dead_reason = NULL,
+    cancelled_at = NULL, cancelled_by = NULL, run_at = :now,
     started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
 WHERE state = 'dead'
   AND (unique_key IS NULL OR NOT EXISTS (
@@ -333,17 +335,27 @@ SELECT EXISTS (
 -- fragment: end_run
 -- description: The SET list that ends a run, once for every way a run ends.
 -- Used as `UPDATE jobs SET ... FROM (...) AS v`: v.kind is the outcome ('succeeded',
--- 'retry', 'dead', 'cancelled' or 'crashed'), v.next_state/v.next_reason the state it
+-- 'retry', 'snoozed', 'dead', 'cancelled' or 'crashed'), v.next_state/v.next_reason the state it
 -- leads to, v.result/v.error/v.delay its data. A re-queued job forgets its run.
-state = v.next_state,
-dead_reason = v.next_reason,
+-- A snooze gives the attempt back and counts the snooze. A job whose cancel was asked
+-- for (cancelled_at set while it ran) ends `cancelled` whatever the outcome: never re-run.
+state = CASE WHEN jobs.cancelled_at IS NULL THEN v.next_state ELSE 'cancelled' END,
+dead_reason = CASE WHEN jobs.cancelled_at IS NULL THEN v.next_reason END,
 crash_count = jobs.crash_count + CASE WHEN v.kind = 'crashed' THEN 1 ELSE 0 END,
+attempt = jobs.attempt - CASE WHEN v.kind = 'snoozed' AND jobs.cancelled_at IS NULL
+                              THEN 1 ELSE 0 END,
+snooze_count = jobs.snooze_count + CASE WHEN v.kind = 'snoozed' AND jobs.cancelled_at IS NULL
+                                        THEN 1 ELSE 0 END,
 result = CASE WHEN v.kind = 'succeeded' THEN v.result END,
 last_error = coalesce(v.error, jobs.last_error),
-run_at = CASE WHEN v.next_state = 'queued' THEN :now + v.delay ELSE jobs.run_at END,
-started_at = CASE WHEN v.next_state = 'queued' THEN NULL ELSE jobs.started_at END,
-finished_at = CASE WHEN v.next_state = 'queued' THEN NULL ELSE :now END,
-worker_id = CASE WHEN v.next_state = 'queued' THEN NULL ELSE jobs.worker_id END,
+run_at = CASE WHEN v.next_state = 'queued' AND jobs.cancelled_at IS NULL
+              THEN :now + v.delay ELSE jobs.run_at END,
+started_at = CASE WHEN v.next_state = 'queued' AND jobs.cancelled_at IS NULL
+                  THEN NULL ELSE jobs.started_at END,
+finished_at = CASE WHEN v.next_state = 'queued' AND jobs.cancelled_at IS NULL
+                   THEN NULL ELSE :now END,
+worker_id = CASE WHEN v.next_state = 'queued' AND jobs.cancelled_at IS NULL
+                 THEN NULL ELSE jobs.worker_id END,
 lease_expires_at = NULL
 
 -- fragment: run_fence
@@ -352,11 +364,12 @@ jobs.id = v.id AND jobs.attempt = :attempt AND jobs.worker_id = :worker_id
   AND jobs.state = 'running'
 
 -- name: finish_run
--- description: Write one outcome that is not a crash (succeeded/retry/dead/cancelled), fenced.
+-- description: Write one outcome that is not a crash (succeeded/retry/snoozed/dead/cancelled), fenced.
 UPDATE jobs
 SET {{end_run}}
 FROM (SELECT :id AS id, :kind AS kind, :result AS result, :error AS error, :delay AS delay,
-             CASE :kind WHEN 'retry' THEN 'queued' ELSE :kind END AS next_state,
+             CASE :kind WHEN 'retry' THEN 'queued' WHEN 'snoozed' THEN 'queued' ELSE :kind END
+                 AS next_state,
              CASE :kind WHEN 'dead' THEN coalesce(:reason, 'failed') END AS next_reason) AS v
 WHERE {{run_fence}};
 
@@ -378,8 +391,12 @@ RETURNING jobs.id, jobs.actor, jobs.state, jobs.dead_reason, jobs.crash_count;
 -- name: give_back
 -- description: Return one claimed job to queued without charging the attempt (fenced).
 UPDATE jobs
-SET state = 'queued', attempt = attempt - 1, worker_id = NULL, lease_expires_at = NULL,
-    started_at = NULL
+SET state = CASE WHEN cancelled_at IS NULL THEN 'queued' ELSE 'cancelled' END,
+    attempt = attempt - 1,
+    worker_id = CASE WHEN cancelled_at IS NULL THEN NULL ELSE worker_id END,
+    lease_expires_at = NULL,
+    started_at = CASE WHEN cancelled_at IS NULL THEN NULL ELSE started_at END,
+    finished_at = CASE WHEN cancelled_at IS NULL THEN NULL ELSE :now END
 WHERE id = :id AND attempt = :attempt AND worker_id = :worker_id AND state = 'running';
 
 -- name: running_of_worker

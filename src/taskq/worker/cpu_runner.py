@@ -9,6 +9,7 @@ imported then, not before). What the pool raises maps to outcomes:
 ``BreakerOpen``, ``PoolClosed``  given back, no attempt charged
 ``PayloadTooLarge``              dead/failed (it will never fit)
 ``PayloadUndecodable``           dead/undecodable
+``JobFailed`` of a Snooze        snoozed (its seconds cross in the message)
 ===============================  ==========================================
 
 While the pool's breaker is open, ``excluded_actors`` names the paused actors so the
@@ -31,6 +32,7 @@ from ..exceptions import (
     PayloadUndecodable,
     PoolClosed,
     ProcessDied,
+    Snooze,
 )
 from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
 from ..logs import get_logger
@@ -101,6 +103,9 @@ class CpuRunner:
                 attempt=job.attempt,
             )
         except (JobFailed, JobTimedOut) as exc:
+            seconds = _snoozed(exc)
+            if seconds is not None:
+                return outcomes.snoozed(job, seconds, actor.max_snoozes)
             return outcomes.failed(job, _pool_error(exc), actor.retry_backoff)
         except ProcessDied as exc:
             return outcomes.crashed(job, exc.cause)
@@ -133,6 +138,13 @@ class CpuRunner:
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close(grace)
+
+
+def _snoozed(exc: BaseException) -> float | None:
+    """A ``taskq.Snooze`` raised in the pool process arrives as JobFailed named Snooze."""
+    if isinstance(exc, JobFailed) and exc.error_type == "Snooze":
+        return Snooze.seconds_in(exc.error_message)
+    return None
 
 
 def _pool_error(exc: BaseException) -> str:

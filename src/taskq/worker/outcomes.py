@@ -5,6 +5,9 @@
 * an exception -> ``retry`` after ``random() * retry_backoff.ceiling(attempt)`` seconds
   while ``attempt < max_attempts``, then ``dead/failed`` with the error (type, message,
   the last frames of the traceback);
+* ``taskq.Snooze(seconds)`` raised or returned -> ``snoozed``: queued again in that many
+  seconds with the attempt given back and ``snooze_count + 1``; past the actor's
+  ``max_snoozes`` -> ``dead/snoozed_too_often``;
 * no such actor here -> ``dead/unknown_actor``; an undecodable payload ->
   ``dead/undecodable``.
 """
@@ -72,6 +75,18 @@ def failed(job: ClaimedJob, error: str, backoff: RetryBackoff) -> Outcome:
         )
         return Outcome(job.id, job.attempt, OutcomeKind.RETRY, error=error, retry_delay=delay)
     return dead(job, DeadReason.FAILED, error)
+
+
+def snoozed(job: ClaimedJob, seconds: float, max_snoozes: int) -> Outcome:
+    """The job asked to run again in ``seconds``: no attempt charged, unless it has
+    already snoozed ``max_snoozes`` times (then it is dead: it cannot snooze forever)."""
+    if job.snooze_count >= max_snoozes:
+        return dead(
+            job,
+            DeadReason.SNOOZED_TOO_OFTEN,
+            f"Snooze: snoozed {job.snooze_count} times, the actor's max_snoozes is {max_snoozes}",
+        )
+    return Outcome(job.id, job.attempt, OutcomeKind.SNOOZED, retry_delay=seconds)
 
 
 def dead(job: ClaimedJob, reason: str, error: str) -> Outcome:

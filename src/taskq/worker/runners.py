@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import metrics
-from ..exceptions import JobTimedOut
+from ..exceptions import JobTimedOut, Snooze
 from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
 from ..logs import get_logger, job_context
 from ..registry import AnyActor, Registry
@@ -113,8 +113,12 @@ class Executor:
                 result = await self._run_sync(job, actor, args, kwargs)
         except asyncio.CancelledError:
             raise
+        except Snooze as snooze:
+            return outcomes.snoozed(job, snooze.seconds, actor.max_snoozes)
         except (Exception, SystemExit) as exc:
             return outcomes.failed(job, outcomes.describe_error(exc), actor.retry_backoff)
+        if isinstance(result, Snooze):
+            return outcomes.snoozed(job, result.seconds, actor.max_snoozes)
         return outcomes.succeeded(job, result, self._result_max_bytes)
 
     @staticmethod
