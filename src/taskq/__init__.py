@@ -22,6 +22,7 @@ from .parentdeath import guard as _guard_parent
 _guard_parent()
 
 from .client import AsyncClient, Client  # noqa: E402
+from .context import JobContext, current_job  # noqa: E402
 from .exceptions import (  # noqa: E402
     ActorConfigDrift,
     ActorError,
@@ -31,6 +32,7 @@ from .exceptions import (  # noqa: E402
     InvalidDSN,
     InvalidJobState,
     JobNotFound,
+    NoCurrentJob,
     NotJSONSerializable,
     PayloadError,
     PayloadTooLarge,
@@ -59,9 +61,11 @@ __all__ = [
     "InvalidDSN",
     "InvalidJobState",
     "Job",
+    "JobContext",
     "JobId",
     "JobNotFound",
     "JobState",
+    "NoCurrentJob",
     "NotJSONSerializable",
     "PayloadError",
     "PayloadTooLarge",
@@ -74,4 +78,5 @@ __all__ = [
     "TaskqError",
     "Unique",
     "__version__",
+    "current_job",
 ]

@@ -17,6 +17,7 @@ The tree::
     |   +-- SchemaNotMigrated        tables missing: run ``taskq migrate``
     +-- JobNotFound
     +-- InvalidJobState              e.g. cancelling a job that already finished
+    +-- NoCurrentJob                 ``taskq.current_job()`` outside a running job
     +-- ActorConfigDrift             the registry disagrees with the stored actor config
     +-- CrashLoop                    a supervisor gave up: its members kept dying
     +-- Snooze                       not an error: an actor raises (or returns) it to run later
@@ -96,6 +97,10 @@ class SchemaNotMigrated(StoreError):
 
 class JobNotFound(TaskqError):
     """no job with this id."""
+
+
+class NoCurrentJob(TaskqError):
+    """taskq.current_job() was called outside a running job."""
 
 
 class InvalidJobState(TaskqError):

@@ -16,8 +16,10 @@ DOCUMENTED = {
     "InvalidJobState",
     "Job",
     "JobId",
+    "JobContext",
     "JobNotFound",
     "JobState",
+    "NoCurrentJob",
     "NotJSONSerializable",
     "PayloadError",
     "PayloadTooLarge",
@@ -30,6 +32,7 @@ DOCUMENTED = {
     "TaskqError",
     "Unique",
     "__version__",
+    "current_job",
 }
 
 

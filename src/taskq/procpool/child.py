@@ -21,9 +21,11 @@ import sys
 import threading
 import time
 import traceback
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..context import JobContext, running
 from ..logs import configure, get_logger, job_context
 from ..registry import Registry, load_registry
 from .causes import memory_limit_mib
@@ -134,8 +136,15 @@ def _serve(conn: Connection, registry: Registry, job: Run) -> None:
     conn.send(Started(job.seq, memory_limit_mib()))
     # the job's fields stamp the actor's log records, which this process writes to the
     # worker's stderr in the worker's format
-    with job_context(dict(job.log_fields)) if job.log_fields else contextlib.nullcontext():
-        reply = _run_one(registry, job)
+    if job.context_json is not None:  # taskq.current_job() too; meta changes go back
+        with running(JobContext.from_text(job.context_json)) as ctx:
+            reply = _run_one(registry, job)
+        meta_json = ctx.changed_meta_json
+        if meta_json is not None and isinstance(reply, Returned | Raised):
+            reply = replace(reply, meta_json=meta_json)
+    else:
+        with job_context(dict(job.log_fields)) if job.log_fields else contextlib.nullcontext():
+            reply = _run_one(registry, job)
     try:
         conn.send(reply)
     except MemoryError as exc:

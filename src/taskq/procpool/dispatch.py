@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NoReturn
 
+from ..context import JobContext, peek
 from ..exceptions import (
     BreakerOpen,
     JobFailed,
@@ -64,6 +65,7 @@ class Job:
     memory_limit_mib: int = -1
     oom_counter: causes.OomCounter | None = None
     oom_before: int | None = None
+    context: JobContext | None = None  # taskq.current_job() of the caller, if any
 
     def payload_bytes(self) -> int:
         return len(self.args_json.encode()) + len(self.kwargs_json.encode())
@@ -142,6 +144,7 @@ class Dispatcher:
         job.memory_limit_mib, job.oom_counter = slot.memory_limit_mib, slot.oom_counter
         job.oom_before = slot.oom_counter.read() if slot.oom_counter is not None else None
         fields = job_fields()  # the job's log context: the child's records carry it too
+        job.context = peek()  # and its taskq.current_job(), whose meta changes come back
         message = Run(
             next(self._seq),
             job.actor,
@@ -149,6 +152,7 @@ class Dispatcher:
             job.kwargs_json,
             self._config.result_limit,
             tuple(fields.items()) if fields else (),
+            None if job.context is None else job.context.to_json(),
         )
         if job.job_id is not None:
             self.running[job.job_id] = job
@@ -191,6 +195,8 @@ class Dispatcher:
                 # the process survived the job: the slot did real work
                 self._slots.job_survived(slot)
                 self._probe_verdict(probe)
+                if isinstance(reply, Returned | Raised) and reply.meta_json and job.context:
+                    job.context.absorb(reply.meta_json)
                 return _result(reply)
 
     def _probe_verdict(self, probe: bool) -> None:

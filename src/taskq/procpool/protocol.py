@@ -6,10 +6,11 @@ text end to end, the user's objects are never pickled. Both ends read them with
 
     child  -> parent  Ready(pid, memory_limit_mib)        initializers done
     child  -> parent  InitFailed(traceback)               an initializer raised; exit 70
-    parent -> child   Run(seq, actor, args_json, kwargs_json, max_result_bytes, log_fields)
+    parent -> child   Run(seq, actor, args_json, kwargs_json, max_result_bytes, log_fields,
+                          context_json)                   context: ``taskq.current_job()``
     child  -> parent  Started(seq, memory_limit_mib)      the job was received
-    child  -> parent  Returned(seq, result_json)
-    child  -> parent  Raised(seq, error_type, message, traceback)   the job raised
+    child  -> parent  Returned(seq, result_json, meta_json)       meta: if the job changed it
+    child  -> parent  Raised(seq, error_type, message, traceback, meta_json)   the job raised
     child  -> parent  ResultNotSent(seq, reason)          the job returned, but its result
                                                           cannot be sent (not JSON, too big)
     child  -> parent  Undecodable(seq, message)           the payload is not valid JSON
@@ -45,6 +46,8 @@ class Run:
     max_result_bytes: int
     #: the job's log fields (job, actor, attempt, queue): the child stamps its records
     log_fields: tuple[tuple[str, str | int], ...] = ()
+    #: the job's ``taskq.current_job()`` fields as JSON (``JobContext.to_json``), if any
+    context_json: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,7 @@ class Started:
 class Returned:
     seq: int
     result_json: str
+    meta_json: str | None = None  # the job's whole meta, if the run changed it
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,7 @@ class Raised:
     error_type: str
     message: str
     traceback: str
+    meta_json: str | None = None  # the job's whole meta, if the run changed it
 
 
 @dataclass(frozen=True, slots=True)

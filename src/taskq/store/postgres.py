@@ -540,6 +540,7 @@ class PostgresStore(PostgresInsight):
                 "errors": [o.error for o in outcomes],
                 "delays": [float(o.retry_delay) for o in outcomes],
                 "reasons": [o.dead_reason for o in outcomes],
+                "metas": [o.meta_json for o in outcomes],
             },
         )
 

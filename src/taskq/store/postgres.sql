@@ -291,7 +291,8 @@ FROM picked
 WHERE jobs.id = picked.id
 RETURNING jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args,
           jobs.kwargs::text AS kwargs, jobs.attempt, jobs.max_attempts, jobs.crash_count,
-          jobs.max_crashes, jobs.idempotent, jobs.priority, jobs.run_at, jobs.snooze_count;
+          jobs.max_crashes, jobs.idempotent, jobs.priority, jobs.run_at, jobs.snooze_count,
+          jobs.meta::text AS meta;
 
 -- fragment: end_run
 -- description: The SET list that ends a run, once for every way a run ends.
@@ -413,7 +414,8 @@ WITH wanted AS (
     WHERE jobs.id = picked.id
     RETURNING jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args,
               jobs.kwargs::text AS kwargs, jobs.attempt, jobs.max_attempts, jobs.crash_count,
-              jobs.max_crashes, jobs.idempotent, jobs.priority, jobs.run_at, jobs.snooze_count
+              jobs.max_crashes, jobs.idempotent, jobs.priority, jobs.run_at, jobs.snooze_count,
+          jobs.meta::text AS meta
 ), counted AS (
     INSERT INTO limit_starts (kind, name, started_at)
     SELECT l.kind, l.name, now()
@@ -467,6 +469,7 @@ SELECT name, paused, paused_at, paused_by FROM queues ORDER BY name;
 
 -- name: complete
 -- description: Write a batch of run outcomes, each fenced by (id, attempt, worker, running).
+-- An outcome's meta (the job's whole meta, when the run changed it) is saved with it.
 -- The fence is wrapped in `(...) IS TRUE` on purpose: it keeps the planner from driving
 -- the update through jobs_running_idx (worker_id). Once psycopg prepares this statement,
 -- the generic plan otherwise scans every running row of the worker per outcome, and a
@@ -475,8 +478,8 @@ SELECT name, paused, paused_at, paused_by FROM queues ORDER BY name;
 WITH outcome AS (
     SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::int[], %(kinds)s::text[],
                          %(results)s::text[], %(errors)s::text[], %(delays)s::float8[],
-                         %(reasons)s::text[])
-        AS o(id, attempt, kind, result, error, delay, reason)
+                         %(reasons)s::text[], %(metas)s::text[])
+        AS o(id, attempt, kind, result, error, delay, reason, meta)
 ), verdict AS (
     SELECT o.*,
            CASE o.kind
@@ -494,7 +497,8 @@ WITH outcome AS (
     CROSS JOIN LATERAL (SELECT crash_outcome(j.crash_count, j.max_crashes, j.idempotent)) AS c(rule)
 ), done AS (
     UPDATE jobs
-    SET {{end_run}}
+    SET {{end_run}},
+        meta = coalesce(v.meta::json, jobs.meta)
     FROM verdict v
     WHERE jobs.id = v.id AND jobs.attempt = v.attempt
       AND (jobs.worker_id = %(worker_id)s AND jobs.state = 'running') IS TRUE
@@ -610,7 +614,7 @@ WHERE state = 'dead' AND finished_at >= %(since)s GROUP BY queue;
 SELECT id, actor, queue, args::text, kwargs::text, priority, state, attempt, max_attempts,
        crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
        worker_id, lease_expires_at, last_error, dead_reason, result::text AS result,
-       snooze_count, cancelled_at, cancelled_by
+       snooze_count, cancelled_at, cancelled_by, meta::text AS meta, tags, unique_key
 FROM jobs
 WHERE id < %(before)s::uuid
   AND (%(state)s::text IS NULL OR state = %(state)s::text)

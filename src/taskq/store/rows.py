@@ -84,6 +84,7 @@ class Codec:
                 crash_count=r["crash_count"],
                 max_crashes=r["max_crashes"],
                 idempotent=bool(r["idempotent"]),
+                meta_json=r["meta"],
                 snooze_count=r["snooze_count"],
             )
             for r in ordered

@@ -592,6 +592,7 @@ class SqliteStore(SqliteInsight):
                     "error": o.error,
                     "delay": float(o.retry_delay),
                     "reason": o.dead_reason,
+                    "meta": o.meta_json,
                     "now": now,
                 },
             ).rowcount

@@ -217,7 +217,7 @@ WHERE id IN (
     LIMIT :limit
 )
 RETURNING id, actor, queue, args, kwargs, attempt, max_attempts, crash_count, max_crashes,
-          idempotent, priority, run_at, snooze_count;
+          idempotent, priority, run_at, snooze_count, meta;
 
 -- name: limits_exist
 -- description: Does any limit apply to a claim on these queues?
@@ -272,7 +272,7 @@ SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
     lease_expires_at = :now + :lease, started_at = :now
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'queued'
 RETURNING id, actor, queue, args, kwargs, attempt, max_attempts, crash_count, max_crashes,
-          idempotent, priority, run_at, snooze_count;
+          idempotent, priority, run_at, snooze_count, meta;
 
 -- name: count_limit_starts
 -- description: Record one start per claimed job per rate limit it falls under.
@@ -365,8 +365,10 @@ jobs.id = v.id AND jobs.attempt = :attempt AND jobs.worker_id = :worker_id
 
 -- name: finish_run
 -- description: Write one outcome that is not a crash (succeeded/retry/snoozed/dead/cancelled), fenced.
+-- Its meta (the job's whole meta, when the run changed it) is saved with it.
 UPDATE jobs
-SET {{end_run}}
+SET {{end_run}},
+    meta = coalesce(:meta, jobs.meta)
 FROM (SELECT :id AS id, :kind AS kind, :result AS result, :error AS error, :delay AS delay,
              CASE :kind WHEN 'retry' THEN 'queued' WHEN 'snoozed' THEN 'queued' ELSE :kind END
                  AS next_state,
@@ -449,7 +451,7 @@ WHERE state = 'dead' AND finished_at >= :since GROUP BY queue;
 SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
        crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
        worker_id, lease_expires_at, last_error, dead_reason, result, snooze_count,
-       cancelled_at, cancelled_by
+       cancelled_at, cancelled_by, meta, tags, unique_key
 FROM jobs
 WHERE id < :before
   AND (:state IS NULL OR state = :state)

@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import metrics
+from ..context import JobContext, running
 from ..exceptions import JobTimedOut, Snooze
 from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
-from ..logs import get_logger, job_context
+from ..logs import get_logger
 from ..registry import AnyActor, Registry
 from . import outcomes
 from .cpu_runner import CpuRunner
@@ -82,15 +83,26 @@ class Executor:
             return outcome
         started = time.perf_counter()
         result: Outcome | None
-        # the actor's own log records (and ours about this run) carry the job's fields
-        with job_context(
-            {"job": str(job.id), "actor": job.actor, "attempt": job.attempt, "queue": job.queue}
-        ):
+        # taskq.current_job() is this job, and the actor's own log records (and ours about
+        # this run) carry its fields; sync actors' threads run in a copy of this context
+        ctx = JobContext.from_json(
+            job.id,
+            job.meta_json,
+            actor=job.actor,
+            queue=job.queue,
+            attempt=job.attempt,
+            crash_count=job.crash_count,
+        )
+        with running(ctx):
             if plan.kind == CPU:
                 assert self._cpu is not None  # no CPU plans without a pool
                 result = await self._cpu.run_job(job, plan.actor, self._result_max_bytes)
             else:
                 result = await self._run_here(job, plan)
+        if result is not None and result.meta_json is None:
+            changed = ctx.changed_meta_json
+            if changed is not None:  # saved with the outcome
+                result = replace(result, meta_json=changed)
         plan.duration.observe(time.perf_counter() - started)
         plan.finished["given_back" if result is None else result.kind.value].inc()
         return result
