@@ -28,6 +28,7 @@ The tree::
         +-- JobTimedOut
         +-- JobFailed                the job raised in its pool process (carries the remote error)
         +-- PayloadUndecodable       the pool process could not decode the job's JSON payload
+        +-- ResultDropped            the job ran, but its result cannot be stored (carries why)
 
 Messages default to the class docstring, so ``raise StoreUnavailable()`` still says
 something useful; pass a message to say more.
@@ -194,3 +195,15 @@ class Snooze(TaskqError):
             except ValueError:
                 return None
         return None
+
+
+class ResultDropped(PoolError):
+    """the job ran, but its result cannot be stored (not JSON-serialisable, or too large).
+
+    Not a failure: the job's side effects already happened, so it must not run again.
+    The worker records it ``succeeded`` with no result and the reason in ``last_error``.
+    """
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = self.message

@@ -1,4 +1,4 @@
-"""Job arguments as JSON: encode, check the size, decode. No pickle, ever."""
+"""Job arguments and results as JSON: encode, check the size, decode. No pickle, ever."""
 
 from __future__ import annotations
 
@@ -18,6 +18,24 @@ def dumps(value: Any, *, what: str = "value") -> str:
         return _encoder.encode(value)
     except (TypeError, ValueError) as exc:
         raise NotJSONSerializable(f"{what} is not JSON-serialisable: {exc}") from None
+
+
+def encode_result(value: Any, *, actor: str, max_bytes: int) -> tuple[str | None, str | None]:
+    """A job's result as stored: ``(result_json, None)``, or ``(None, why)`` when it cannot
+    be stored (not JSON-serialisable, or over ``max_bytes`` of UTF-8). The one rule for
+    every runner: async, sync and cpu_bound actors (the pool's children call it too)."""
+    try:
+        result_json = _encoder.encode(value)
+    except Exception as exc:  # anything the value's own methods raise while encoding
+        return (
+            None,
+            f"the result of {actor!r} is not JSON-serialisable: {type(exc).__name__}: {exc}",
+        )
+    if len(result_json) > max_bytes:  # characters <= bytes: a cheap first check
+        size = len(result_json.encode())
+        if size > max_bytes:
+            return None, f"the result of {actor!r} is {size} bytes, over the limit of {max_bytes}"
+    return result_json, None
 
 
 def encode_arguments(

@@ -26,6 +26,7 @@ from taskq.exceptions import (
     PayloadTooLarge,
     PoolClosed,
     ProcessDied,
+    ResultDropped,
 )
 from taskq.procpool import JobFailed, PayloadUndecodable, ProcessPool, causes
 from tests.helpers import wait_until
@@ -333,25 +334,31 @@ async def test_an_undecodable_payload_is_its_own_error_never_a_crash(tmp_path: P
         await pool.close()
 
 
-async def test_a_result_that_is_not_json_is_a_job_failure_not_a_crash(tmp_path: Path) -> None:
+async def test_a_result_that_is_not_json_is_dropped_not_a_failure_nor_a_crash(
+    tmp_path: Path,
+) -> None:
     pool = make_pool(tmp_path, size=1)
     await pool.start()
+    breaks_before = all_breaks()
     try:
         pid = await pid_of_next_job(pool)
-        with pytest.raises(JobFailed, match="not JSON-serialisable") as failed:
+        with pytest.raises(ResultDropped, match="not JSON-serialisable") as dropped:
             await pool.run("not_json", "[]", "{}")
-        assert failed.value.error_type == "ResultError"
-        assert await pid_of_next_job(pool) == pid
+        assert "TypeError" in dropped.value.reason
+        assert await pid_of_next_job(pool) == pid  # the process lives on
+        assert all_breaks() == breaks_before
     finally:
         await pool.close()
 
 
-async def test_a_result_over_the_limit_is_a_job_failure_not_a_crash(tmp_path: Path) -> None:
+async def test_a_result_over_the_limit_is_dropped_not_a_failure_nor_a_crash(
+    tmp_path: Path,
+) -> None:
     pool = make_pool(tmp_path, size=1, max_result_bytes=10_000)
     await pool.start()
     try:
         pid = await pid_of_next_job(pool)
-        with pytest.raises(JobFailed, match="over the pool's result limit of 10000 bytes"):
+        with pytest.raises(ResultDropped, match="20002 bytes, over the limit of 10000"):
             await pool.run("huge_result", "[20000]", "{}")
         assert await pool.run("huge_result", "[100]", "{}") == json.dumps("x" * 100)
         assert await pid_of_next_job(pool) == pid

@@ -50,9 +50,9 @@ async def test_worker_applies_the_crash_rules_and_bystanders_are_never_charged(t
     assert_no_process_left()
 
 
-async def test_an_oversized_cpu_result_is_a_failure_not_a_silent_success(target, store):
-    """The worker's result limit reaches the pool: the child refuses to send a result
-    over it, so the job fails with a message instead of succeeding with its result lost."""
+async def test_an_oversized_cpu_result_is_dropped_and_the_job_is_not_re_run(target, store):
+    """The worker's result limit reaches the pool: the child does not send a result over
+    it; the job ran, so it is recorded succeeded, once, with the reason and no result."""
     async with AsyncClient(store=store) as client:
         big = await client.enqueue(actors.huge_result, 8 * 1024)
         small = await client.enqueue(actors.huge_result, 100)
@@ -61,8 +61,9 @@ async def test_an_oversized_cpu_result_is_a_failure_not_a_silent_success(target,
         ):
             done = await wait_for_states(store, [big, small], {"succeeded", "dead"}, timeout=60)
     by_id = {job.id: job for job in done}
-    assert by_id[big].state == "dead" and by_id[big].dead_reason == "failed"
-    assert by_id[big].crash_count == 0
-    assert "4096" in by_id[big].last_error, by_id[big].last_error
+    assert by_id[big].state == "succeeded" and by_id[big].result is None
+    assert by_id[big].attempts == 1 and by_id[big].crash_count == 0
+    assert by_id[big].last_error.startswith("result dropped: ")
+    assert "over the limit of 4096" in by_id[big].last_error, by_id[big].last_error
     assert by_id[small].state == "succeeded" and len(by_id[small].result) == 100
     assert_no_process_left()

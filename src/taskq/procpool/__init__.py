@@ -30,9 +30,11 @@ What ``run`` raises, and what the worker does with it:
 
 =============================  ===========================================================
 ``JobFailed``                  the job raised in its process (``error_type``,
-                               ``error_message``, ``remote_traceback``), or its result was
-                               not JSON-serialisable / over ``max_result_bytes``: a
-                               failure, normal retry rules
+                               ``error_message``, ``remote_traceback``): a failure,
+                               normal retry rules
+``ResultDropped``              the job ran, but its result is not JSON-serialisable or
+                               over ``max_result_bytes`` (``reason``): succeeded with no
+                               result, never re-run (the result rule of docs/jobs.md)
 ``JobTimedOut``                ran past ``timeout``; its process was killed (TERM, grace,
                                KILL) and replaced: a failure, normal retry rules
 ``ProcessDied``                the process running THIS job died (signal, exit code,

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..context import JobContext, running
 from ..logs import configure, get_logger, job_context
+from ..payload import encode_result
 from ..registry import Registry, load_registry
 from .causes import memory_limit_mib
 from .protocol import (
@@ -45,8 +46,6 @@ INIT_FAILED_EXIT_CODE = 70
 _PR_SET_PDEATHSIG = 1
 
 log = get_logger(__name__)
-
-_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def _die_with_owner(owner_pid: int) -> None:
@@ -113,22 +112,9 @@ def _run_one(registry: Registry, job: Run) -> JobReply:
         value = actor.fn(*args, **kwargs)
     except Exception as exc:
         return Raised(job.seq, type(exc).__qualname__, str(exc), traceback.format_exc())
-    try:
-        result_json = _encoder.encode(value)
-    except Exception as exc:
-        return ResultNotSent(
-            job.seq,
-            f"the result of {job.actor!r} could not be returned: "
-            f"not JSON-serialisable: {type(exc).__name__}: {exc}",
-        )
-    if len(result_json) > job.max_result_bytes:  # characters <= bytes: a cheap first check
-        size = len(result_json.encode())
-        if size > job.max_result_bytes:
-            return ResultNotSent(
-                job.seq,
-                f"the result of {job.actor!r} is {size} bytes, "
-                f"over the pool's result limit of {job.max_result_bytes} bytes",
-            )
+    result_json, why = encode_result(value, actor=job.actor, max_bytes=job.max_result_bytes)
+    if result_json is None:
+        return ResultNotSent(job.seq, why or "")
     return Returned(job.seq, result_json)
 
 
@@ -150,7 +136,7 @@ def _serve(conn: Connection, registry: Registry, job: Run) -> None:
     except MemoryError as exc:
         conn.send(
             ResultNotSent(
-                job.seq, f"the result of {job.actor!r} could not be returned: MemoryError: {exc}"
+                job.seq, f"the result of {job.actor!r} could not be sent: MemoryError: {exc}"
             )
         )
 

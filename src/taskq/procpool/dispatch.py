@@ -23,6 +23,7 @@ from ..exceptions import (
     PayloadUndecodable,
     PoolClosed,
     ProcessDied,
+    ResultDropped,
 )
 from ..logs import get_logger, job_fields
 from . import causes
@@ -270,7 +271,7 @@ def _result(reply: object) -> str:
                 remote_traceback=remote_tb,
             )
         case ResultNotSent(reason=reason):
-            raise JobFailed(reason, error_type="ResultError", error_message=reason)
+            raise ResultDropped(reason)
         case Undecodable(message=message):
             raise PayloadUndecodable(message)
     raise AssertionError(f"not a job reply: {reply!r}")  # pragma: no cover

@@ -5,6 +5,7 @@ imported then, not before). What the pool raises maps to outcomes:
 
 ===============================  ==========================================
 ``JobFailed``, ``JobTimedOut``   a clean failure: retry, then dead/failed
+``ResultDropped``                succeeded, result dropped (outcomes.result_dropped)
 ``ProcessDied``                  ``crashed`` with the cause: the crash rules
 ``BreakerOpen``, ``PoolClosed``  given back, no attempt charged
 ``PayloadTooLarge``              dead/failed (it will never fit)
@@ -33,6 +34,7 @@ from ..exceptions import (
     PoolClosed,
     ProcessDied,
     Snooze,
+    ResultDropped,
 )
 from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
 from ..logs import get_logger
@@ -72,8 +74,8 @@ class CpuRunner:
             max_tasks_per_child=self._config.cpu_max_tasks_per_child,
             max_memory_per_child_mib=self._config.cpu_max_memory_per_child_mib,
             max_payload_bytes=self._config.cpu_max_payload_bytes,
-            # an oversized result fails in the child (a clear failure) instead of crossing
-            # the pipe only to be dropped from a job marked succeeded
+            # the child checks the result against the worker's limit before sending it:
+            # one result rule for every runner (outcomes.result_dropped)
             max_result_bytes=self._config.result_max_bytes,
         )
         await pool.start()
@@ -87,9 +89,7 @@ class CpuRunner:
             return tuple(pool.paused_actors)
         return ()
 
-    async def run_job(
-        self, job: ClaimedJob, actor: AnyActor, result_max_bytes: int
-    ) -> Outcome | None:
+    async def run_job(self, job: ClaimedJob, actor: AnyActor) -> Outcome | None:
         """Run one job in the pool. ``None`` means: give it back uncharged."""
         if self._pool is None:
             raise RuntimeError("the CPU process pool was not started")
@@ -115,14 +115,8 @@ class CpuRunner:
             return outcomes.dead(job, DeadReason.FAILED, f"PayloadTooLarge: {exc}")
         except PayloadUndecodable as exc:
             return outcomes.dead(job, DeadReason.UNDECODABLE, f"PayloadUndecodable: {exc}")
-        if result_json is not None and len(result_json) > result_max_bytes:
-            log.warning(
-                "job-result-dropped",
-                job=str(job.id),
-                actor=job.actor,
-                reason=f"result is {len(result_json)} bytes, over {result_max_bytes}",
-            )
-            result_json = None
+        except ResultDropped as exc:
+            return outcomes.result_dropped(job, exc.reason)
         return Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED, result_json=result_json)
 
     def stop(self, *, hurry: bool = False) -> None:

@@ -1,7 +1,9 @@
 """How the end of a run becomes an ``Outcome``: success, retry, or dead with a reason.
 
-* success -> ``succeeded`` with the result as JSON (dropped, with a warning, when it is
-  not JSON or larger than ``result_max_bytes``);
+* success -> ``succeeded`` with the result as JSON; a result that cannot be stored (not
+  JSON, larger than ``result_max_bytes``) is dropped: still ``succeeded`` (never re-run:
+  its side effects happened), ``result`` null, ``last_error`` "result dropped: <why>",
+  and a ``job-result-dropped`` warning;
 * an exception -> ``retry`` after ``random() * retry_backoff.ceiling(attempt)`` seconds
   while ``attempt < max_attempts``, then ``dead/failed`` with the error (type, message,
   the last frames of the traceback);
@@ -19,15 +21,15 @@ import traceback
 from typing import Any
 
 from .. import metrics
-from ..exceptions import NotJSONSerializable
 from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
 from ..logs import get_logger
-from ..payload import dumps
+from ..payload import encode_result
 from ..registry import RetryBackoff
 
 log = get_logger(__name__)
 
 ERROR_MAX_CHARS = 4000
+RESULT_DROPPED_NOTE = "result dropped"  # how last_error of a succeeded job starts
 TRACEBACK_FRAMES = 8
 
 
@@ -44,20 +46,20 @@ def describe_error(exc: BaseException) -> str:
 def succeeded(job: ClaimedJob, result: Any, result_max_bytes: int) -> Outcome:
     if result is None:
         return Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED)
-    try:
-        result_json = dumps(result, what=f"the result of {job.actor!r}")
-    except NotJSONSerializable as exc:
-        log.warning("job-result-dropped", job=str(job.id), actor=job.actor, reason=str(exc))
-        return Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED)
-    if len(result_json) > result_max_bytes and len(result_json.encode()) > result_max_bytes:
-        log.warning(
-            "job-result-dropped",
-            job=str(job.id),
-            actor=job.actor,
-            reason=f"result is {len(result_json.encode())} bytes, over {result_max_bytes}",
-        )
-        return Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED)
+    result_json, why = encode_result(result, actor=job.actor, max_bytes=result_max_bytes)
+    if why is not None:
+        return result_dropped(job, why)
     return Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED, result_json=result_json)
+
+
+def result_dropped(job: ClaimedJob, why: str) -> Outcome:
+    """The job ran but its result cannot be stored: ``succeeded``, no result, the reason
+    in ``last_error``. Never a failure: its side effects happened; a retry would repeat
+    them. The same for every runner (async, sync, cpu_bound)."""
+    log.warning("job-result-dropped", job=str(job.id), actor=job.actor, reason=why)
+    return Outcome(
+        job.id, job.attempt, OutcomeKind.SUCCEEDED, error=f"{RESULT_DROPPED_NOTE}: {why}"
+    )
 
 
 def failed(job: ClaimedJob, error: str, backoff: RetryBackoff) -> Outcome:

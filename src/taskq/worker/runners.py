@@ -96,7 +96,7 @@ class Executor:
         with running(ctx):
             if plan.kind == CPU:
                 assert self._cpu is not None  # no CPU plans without a pool
-                result = await self._cpu.run_job(job, plan.actor, self._result_max_bytes)
+                result = await self._cpu.run_job(job, plan.actor)
             else:
                 result = await self._run_here(job, plan)
         if result is not None and result.meta_json is None:

@@ -1,0 +1,39 @@
+"""One actor of each runner kind (async on the loop, sync in a thread, cpu_bound in the
+process pool) returning a result that is not JSON, or one of a chosen size: the result
+rule must treat them alike (tests/integration/test_worker_results.py)."""
+
+from __future__ import annotations
+
+from taskq import Registry
+
+registry = Registry()
+
+
+@registry.actor
+async def async_not_json() -> object:
+    return {"when": object()}
+
+
+@registry.actor
+async def async_sized(n_chars: int) -> str:
+    return "x" * n_chars
+
+
+@registry.actor
+def sync_not_json() -> object:
+    return {"when": object()}
+
+
+@registry.actor
+def sync_sized(n_chars: int) -> str:
+    return "x" * n_chars
+
+
+@registry.actor(cpu_bound=True)
+def cpu_not_json() -> object:
+    return {"when": object()}
+
+
+@registry.actor(cpu_bound=True)
+def cpu_sized(n_chars: int) -> str:
+    return "x" * n_chars
