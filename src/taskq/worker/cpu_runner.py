@@ -33,8 +33,8 @@ from ..exceptions import (
     PayloadUndecodable,
     PoolClosed,
     ProcessDied,
-    Snooze,
     ResultDropped,
+    Snooze,
 )
 from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
 from ..logs import get_logger
