@@ -46,12 +46,13 @@ class QueueActivity:
 @dataclass(frozen=True, slots=True)
 class JobFilter:
     """The dashboard's job filters; ``None`` matches everything. ``error`` is a
-    case-insensitive substring of ``last_error``."""
+    case-insensitive substring of ``last_error``; ``tag`` one of the job's tags."""
 
     state: str | None = None
     queue: str | None = None
     actor: str | None = None
     error: str | None = None
+    tag: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,9 +93,9 @@ def test_queue_backlog_scans_partial_indexes_only(million) -> None:
 @pytest.mark.parametrize(
     "values",
     [
-        {"state": "NULL", "queue": "NULL", "actor": "NULL", "error": "NULL"},
-        {"state": "'succeeded'", "queue": "'q1'", "actor": "NULL", "error": "NULL"},
-        {"state": "'dead'", "queue": "NULL", "actor": "'a3'", "error": "'nope'"},
+        {"state": "NULL", "queue": "NULL", "actor": "NULL", "error": "NULL", "tag": "NULL"},
+        {"state": "'succeeded'", "queue": "'q1'", "actor": "NULL", "error": "NULL", "tag": "'x'"},
+        {"state": "'dead'", "queue": "NULL", "actor": "'a3'", "error": "'nope'", "tag": "NULL"},
     ],
     ids=["all", "state+queue", "dead+actor+error"],
 )

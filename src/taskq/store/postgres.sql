@@ -621,6 +621,7 @@ WHERE id < %(before)s::uuid
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(actor)s::text IS NULL OR actor = %(actor)s::text)
   AND (%(error)s::text IS NULL OR strpos(lower(last_error), lower(%(error)s::text)) > 0)
+  AND (%(tag)s::text IS NULL OR %(tag)s::text = ANY(tags))
 ORDER BY id DESC
 LIMIT %(limit)s;
 

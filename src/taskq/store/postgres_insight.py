@@ -59,6 +59,7 @@ class PostgresInsight:
             "queue": filters.queue,
             "actor": filters.actor,
             "error": filters.error,
+            "tag": filters.tag,
             "limit": limit,
         }
         return [self._job_from_row(r) for r in await self._fetchall("browse_jobs", params)]

@@ -458,6 +458,7 @@ WHERE id < :before
   AND (:queue IS NULL OR queue = :queue)
   AND (:actor IS NULL OR actor = :actor)
   AND (:error IS NULL OR instr(lower(last_error), lower(:error)) > 0)
+  AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value = :tag))
 ORDER BY id DESC
 LIMIT :limit;
 

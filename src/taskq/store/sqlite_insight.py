@@ -63,6 +63,7 @@ class SqliteInsight:
             "queue": filters.queue,
             "actor": filters.actor,
             "error": filters.error,
+            "tag": filters.tag,
             "limit": limit,
         }
         return [self._job_from_row(r) for r in await self._all("browse_jobs", params)]
