@@ -134,7 +134,7 @@ SELECT id, actor, queue, args::text, kwargs::text, priority, state, attempt, max
 FROM jobs
 WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
-  AND (%(tag)s::text IS NULL OR %(tag)s::text = ANY(tags))
+  AND (%(tag)s::text IS NULL OR (tags IS NOT NULL AND tags @> ARRAY[%(tag)s::text]))
 ORDER BY id DESC
 LIMIT %(limit)s;
 
@@ -621,7 +621,7 @@ WHERE id < %(before)s::uuid
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(actor)s::text IS NULL OR actor = %(actor)s::text)
   AND (%(error)s::text IS NULL OR strpos(lower(last_error), lower(%(error)s::text)) > 0)
-  AND (%(tag)s::text IS NULL OR %(tag)s::text = ANY(tags))
+  AND (%(tag)s::text IS NULL OR (tags IS NOT NULL AND tags @> ARRAY[%(tag)s::text]))
 ORDER BY id DESC
 LIMIT %(limit)s;
 

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+import psycopg
+from psycopg.rows import DictRow, dict_row
+
 from ..insight import LAST_ID, JobError, JobFilter, QueueActivity, QueueDepth, WorkgroupReport
 from ..jobs import Job
+from .sqlfile import load_queries
+
+Q = load_queries("postgres.sql")
 
 Fetch = Callable[[str, dict[str, Any] | None], Awaitable[Any]]
 
@@ -42,6 +49,7 @@ def activities(rows: Sequence[Mapping[str, Any]]) -> list[QueueActivity]:
 class PostgresInsight:
     _fetchall: Fetch
     _fetchone: Fetch
+    _connection: Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection]]
     _job_from_row: Callable[[Mapping[str, Any]], Job]
 
     async def queue_backlog(self) -> list[QueueDepth]:
@@ -62,7 +70,16 @@ class PostgresInsight:
             "tag": filters.tag,
             "limit": limit,
         }
-        return [self._job_from_row(r) for r in await self._fetchall("browse_jobs", params)]
+        return [self._job_from_row(r) for r in await self._unprepared("browse_jobs", params)]
+
+    async def _unprepared(self, name: str, params: dict[str, Any]) -> list[DictRow]:
+        """A statement planned with its values every time: psycopg never prepares it,
+        so Postgres never falls back to a generic plan that cannot tell a rare filter
+        (a tag, a dead state) from a common one."""
+        async with self._connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(Q[name], params, prepare=False)
+            return await cur.fetchall()
 
     async def job_errors(self, job_id: UUID) -> list[JobError]:
         rows = await self._fetchall("job_errors", {"id": job_id})

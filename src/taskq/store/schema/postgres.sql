@@ -135,6 +135,8 @@ CREATE INDEX jobs_prune_idx ON jobs USING btree (finished_at) WHERE (state = 'su
 
 CREATE INDEX jobs_running_idx ON jobs USING btree (worker_id) WHERE (state = 'running'::text);
 
+CREATE INDEX jobs_tags_idx ON jobs USING gin (tags) WHERE (tags IS NOT NULL);
+
 CREATE UNIQUE INDEX jobs_unique_idx ON jobs USING btree (unique_key) WHERE ((unique_key IS NOT NULL) AND (strpos(unique_states, ((','::text || state) || ','::text)) > 0));
 
 CREATE INDEX limit_starts_idx ON limit_starts USING btree (kind, name, started_at);

@@ -35,6 +35,9 @@ CREATE TRIGGER jobs_record_error
 -- dashboard's dead-letter page (stays small however many finished rows there are).
 CREATE INDEX jobs_dead_idx ON jobs (queue, id) WHERE state = 'dead';
 
+-- The dashboard's tag filter (tags @> ARRAY[tag]): only tagged rows are indexed.
+CREATE INDEX jobs_tags_idx ON jobs USING gin (tags) WHERE tags IS NOT NULL;
+
 -- One holder at a time for fleet-wide chores (the backlog metrics): a lease row.
 CREATE TABLE leaders (
     name       text        PRIMARY KEY,
