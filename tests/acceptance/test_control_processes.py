@@ -98,3 +98,36 @@ async def test_snoozed_jobs_run_later_uncharged_across_workers(client, spawn, le
     (dead,) = await wait_for_states(client.store, [capped], {"dead"}, timeout=60)
     assert dead.dead_reason == "snoozed_too_often" and dead.snooze_count == 3
     assert [e for e, k in actors.ledger(ledger) if k == "capped"] == ["snooze"] * 4
+
+
+@pytest.mark.parametrize("scope", ["queue", "actor"])
+async def test_a_concurrency_limit_holds_across_workers(client, spawn, ledger, scope):
+    if scope == "queue":
+        await client.set_queue_limits("limited", concurrency=2)
+        ids = [await client.enqueue(actors.tracked, f"t{i}", 0.1) for i in range(16)]
+    else:
+        await client.set_actor_limits(actors.tracked_sync, concurrency=2)
+        ids = [await client.enqueue(actors.tracked_sync, f"t{i}", 0.1) for i in range(16)]
+    for _ in range(2):
+        spawn("--queues", "limited", "--max-concurrency", "4")
+    await wait_for_states(client.store, ids, {"succeeded"}, timeout=90)
+    assert actors.count(ledger, "start") == 16
+    # from the jobs' own start/end records: never more than 2 ran at once
+    assert actors.peak_overlap(ledger) <= 2
+
+
+async def test_a_rate_limit_holds_across_workers(client, spawn, ledger):
+    await client.set_queue_limits("limited", rate="3/minute")
+    ids = [await client.enqueue(actors.tracked, f"t{i}", 0.0) for i in range(8)]
+    for _ in range(2):
+        spawn("--queues", "limited,default", "--max-concurrency", "4")
+    wait_until(lambda: actors.count(ledger, "end") >= 3, timeout=60, what="3 limited jobs")
+    # both workers keep claiming (the canaries run), and no fourth limited job starts
+    canaries = [await client.enqueue(actors.remember, f"c{i}") for i in range(8)]
+    await wait_for_states(client.store, canaries, {"succeeded"})
+    assert actors.count(ledger, "start", "t") == 3
+    jobs = [await client.get(i) for i in ids]
+    assert sorted(j.state for j in jobs).count("queued") == 5
+    assert {j.attempts for j in jobs if j.state == "queued"} == {0}
+    await client.set_queue_limits("limited")  # cleared: the rest run
+    await wait_for_states(client.store, ids, {"succeeded"})

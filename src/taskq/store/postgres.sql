@@ -339,17 +339,19 @@ SELECT EXISTS (SELECT 1 FROM limits
 SELECT pg_advisory_xact_lock(hashtext(%(key)s));
 
 -- name: prune_limit_starts
--- description: Forget the starts that left every rate limit's window (run under limits_lock).
+-- description: Forget the start buckets that left every rate limit's window (run under limits_lock).
 DELETE FROM limit_starts s
 USING limits l
 WHERE s.kind = l.kind AND s.name = l.name AND l.rate IS NOT NULL
   AND (l.kind = 'actor' OR l.name = ANY(%(queues)s::text[]))
-  AND s.started_at <= now() - make_interval(secs => l.rate_period);
+  AND s.bucket <= clock_timestamp() - make_interval(secs => l.rate_period * 1.05);
 
 -- name: claim_limited
 -- description: The claim under limits: each queue and actor gets at most its room (run under limits_lock).
 -- Runs after limits_lock was taken, in its own statement, so its snapshot sees every
 -- claim committed before: the running counts and windowed starts it reads are exact.
+-- Rate windows use clock_timestamp() (read after the lock), not the transaction's now().
+-- A bucket is 1/20 of the period; every bucket overlapping the last period counts.
 -- room = min(concurrency - running, rate - starts in the window). Each open queue offers
 -- its first n due jobs; of those, each limited actor keeps its room's worth, then each
 -- queue its room's worth, then the batch stops at n.
@@ -357,7 +359,11 @@ WITH wanted AS (
     SELECT q.name FROM unnest(%(queues)s::text[]) AS q(name)
     WHERE NOT EXISTS (SELECT 1 FROM queues c WHERE c.name = q.name AND c.paused)
 ), lim AS (
-    SELECT l.kind, l.name, l.concurrency, l.rate, l.rate_period FROM limits l
+    SELECT l.kind, l.name, l.concurrency, l.rate, l.rate_period,
+           clock_timestamp() - make_interval(secs => l.rate_period * 1.05) AS window_start,
+           to_timestamp(floor(extract(epoch FROM clock_timestamp()) / (l.rate_period / 20))
+                        * (l.rate_period / 20)) AS bucket
+    FROM limits l
     WHERE l.kind = 'actor' OR l.name IN (SELECT name FROM wanted)
 ), room AS (
     SELECT l.kind, l.name,
@@ -370,9 +376,9 @@ WITH wanted AS (
                END,
                CASE WHEN l.rate IS NULL THEN %(limit)s
                     ELSE l.rate - (
-                        SELECT count(*) FROM limit_starts s
+                        SELECT coalesce(sum(s.starts), 0) FROM limit_starts s
                         WHERE s.kind = l.kind AND s.name = l.name
-                          AND s.started_at > now() - make_interval(secs => l.rate_period))
+                          AND s.bucket > l.window_start)
                END
            ) AS room
     FROM lim l
@@ -417,11 +423,13 @@ WITH wanted AS (
               jobs.max_crashes, jobs.idempotent, jobs.priority, jobs.run_at, jobs.snooze_count,
           jobs.meta::text AS meta
 ), counted AS (
-    INSERT INTO limit_starts (kind, name, started_at)
-    SELECT l.kind, l.name, now()
+    INSERT INTO limit_starts AS s (kind, name, bucket, starts)
+    SELECT l.kind, l.name, l.bucket, count(*)
     FROM claimed c
     JOIN lim l ON l.rate IS NOT NULL
               AND l.name = CASE l.kind WHEN 'queue' THEN c.queue ELSE c.actor END
+    GROUP BY l.kind, l.name, l.bucket
+    ON CONFLICT (kind, name, bucket) DO UPDATE SET starts = s.starts + excluded.starts
 )
 SELECT * FROM claimed;
 

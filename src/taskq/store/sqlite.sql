@@ -227,12 +227,12 @@ SELECT EXISTS (SELECT 1 FROM limits
        AS found;
 
 -- name: prune_limit_starts
--- description: Forget the starts that left every rate limit's window.
+-- description: Forget the start buckets that left every rate limit's window.
 DELETE FROM limit_starts
 WHERE EXISTS (SELECT 1 FROM limits l
               WHERE l.kind = limit_starts.kind AND l.name = limit_starts.name
                 AND l.rate IS NOT NULL
-                AND limit_starts.started_at <= :now - l.rate_period);
+                AND limit_starts.bucket <= :now - l.rate_period * 1.05);
 
 -- name: limit_rooms
 -- description: How many more jobs each limit that applies lets start now (may be <= 0).
@@ -245,9 +245,9 @@ SELECT l.kind, l.name,
            END,
            CASE WHEN l.rate IS NULL THEN :limit
                 ELSE l.rate - (
-                    SELECT count(*) FROM limit_starts s
+                    SELECT coalesce(sum(s.starts), 0) FROM limit_starts s
                     WHERE s.kind = l.kind AND s.name = l.name
-                      AND s.started_at > :now - l.rate_period)
+                      AND s.bucket > :now - l.rate_period * 1.05)
            END) AS room
 FROM limits l
 WHERE l.kind = 'actor' OR l.name IN (SELECT value FROM json_each(:queues));
@@ -275,13 +275,15 @@ RETURNING id, actor, queue, args, kwargs, attempt, max_attempts, crash_count, ma
           idempotent, priority, run_at, snooze_count, meta;
 
 -- name: count_limit_starts
--- description: Record one start per claimed job per rate limit it falls under.
-INSERT INTO limit_starts (kind, name, started_at)
-SELECT l.kind, l.name, :now
+-- description: Add the claimed jobs to the current start bucket (1/20 period) of each rate limit they fall under.
+INSERT INTO limit_starts (kind, name, bucket, starts)
+SELECT l.kind, l.name, CAST(:now / (l.rate_period / 20) AS INTEGER) * (l.rate_period / 20), count(*)
 FROM jobs j
 JOIN limits l ON l.rate IS NOT NULL
              AND l.name = CASE l.kind WHEN 'queue' THEN j.queue ELSE j.actor END
-WHERE j.id IN (SELECT value FROM json_each(:ids));
+WHERE j.id IN (SELECT value FROM json_each(:ids))
+GROUP BY l.kind, l.name, l.rate_period
+ON CONFLICT (kind, name, bucket) DO UPDATE SET starts = limit_starts.starts + excluded.starts;
 
 -- name: pause_queue
 -- description: Pause or resume a queue (paused queues are skipped by every claim).

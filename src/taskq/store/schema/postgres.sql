@@ -70,7 +70,9 @@ CREATE TABLE leaders (
 CREATE TABLE limit_starts (
     kind text NOT NULL,
     name text NOT NULL,
-    started_at timestamp with time zone NOT NULL
+    bucket timestamp with time zone NOT NULL,
+    starts integer NOT NULL,
+    CONSTRAINT limit_starts_pkey PRIMARY KEY (kind, name, bucket)
 );
 
 CREATE TABLE limits (
@@ -138,8 +140,6 @@ CREATE INDEX jobs_running_idx ON jobs USING btree (worker_id) WHERE (state = 'ru
 CREATE INDEX jobs_tags_idx ON jobs USING gin (tags) WHERE (tags IS NOT NULL);
 
 CREATE UNIQUE INDEX jobs_unique_idx ON jobs USING btree (unique_key) WHERE ((unique_key IS NOT NULL) AND (strpos(unique_states, ((','::text || state) || ','::text)) > 0));
-
-CREATE INDEX limit_starts_idx ON limit_starts USING btree (kind, name, started_at);
 
 CREATE INDEX workers_wg_lookup_idx ON workers USING btree (workgroup_instance, worker_label, last_seen_at DESC) WHERE (workgroup_instance IS NOT NULL);
 

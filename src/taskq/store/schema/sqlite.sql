@@ -55,9 +55,11 @@ CREATE TABLE leaders (
 );
 
 CREATE TABLE limit_starts (
-    kind       TEXT NOT NULL,
-    name       TEXT NOT NULL,
-    started_at REAL NOT NULL
+    kind   TEXT    NOT NULL,
+    name   TEXT    NOT NULL,
+    bucket REAL    NOT NULL,
+    starts INTEGER NOT NULL,
+    PRIMARY KEY (kind, name, bucket)
 );
 
 CREATE TABLE limits (
@@ -116,8 +118,6 @@ CREATE INDEX jobs_running_idx ON jobs (worker_id) WHERE state = 'running';
 
 CREATE UNIQUE INDEX jobs_unique_idx ON jobs (unique_key)
     WHERE unique_key IS NOT NULL AND instr(unique_states, ',' || state || ',') > 0;
-
-CREATE INDEX limit_starts_idx ON limit_starts (kind, name, started_at);
 
 CREATE INDEX workers_wg_lookup_idx ON workers (workgroup_instance, worker_label, last_seen_at DESC)
     WHERE workgroup_instance IS NOT NULL;

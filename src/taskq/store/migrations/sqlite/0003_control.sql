@@ -31,12 +31,14 @@ CREATE TABLE limits (
     CHECK (concurrency IS NOT NULL OR rate IS NOT NULL)
 );
 
--- The starts a rate limit counts (a sliding window): one row per claimed job per rate
--- limit it falls under; rows older than the period are deleted by the next claim.
+-- The starts a rate limit counts, per bucket of 1/20 of its period (a sliding window
+-- read in O(20) rows): a claim adds its starts to the current bucket and counts every
+-- bucket that overlaps the last period, so it never lets more than `rate` start in any
+-- window of `rate_period` (it may hold a start back by up to one bucket).
 CREATE TABLE limit_starts (
-    kind       TEXT NOT NULL,
-    name       TEXT NOT NULL,
-    started_at REAL NOT NULL
+    kind   TEXT    NOT NULL,
+    name   TEXT    NOT NULL,
+    bucket REAL    NOT NULL,
+    starts INTEGER NOT NULL,
+    PRIMARY KEY (kind, name, bucket)
 );
-
-CREATE INDEX limit_starts_idx ON limit_starts (kind, name, started_at);
