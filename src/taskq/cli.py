@@ -15,7 +15,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
-from . import logs
+from . import __version__, logs
 from .client import AsyncClient, parse_job_id
 from .exceptions import ConfigError, TaskqError
 from .jobs import ALL_STATES, Job, Limits, QueueInfo, Rate
@@ -28,8 +28,31 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 
 
+EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a process ended by SIGPIPE
+
+
+class _Help(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the text already gives it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (
+            "default" in text
+            or not action.option_strings
+            or action.required
+            or action.default in (None, False, argparse.SUPPRESS)
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line naming the problem."""
+    """argparse, but a usage error is one line naming the problem, and every option's
+    help shows its default."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"taskq: {message} (see `{self.prog} --help`)\n")
@@ -135,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dsn", help="store DSN (default: TASKQ_DSN_FILE, TASKQ_DSN, sqlite:///taskq.sqlite3)"
     )
     parser.add_argument("--schema", help="Postgres schema (default: TASKQ_SCHEMA or taskq)")
+    parser.add_argument("--version", action="version", version=f"taskq {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -151,24 +175,83 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="A,B",
         help="queues to consume (default: every queue of the registry's actors)",
     )
-    w.add_argument("--max-concurrency", type=_positive_int, default=10, metavar="N")
-    w.add_argument("--poll-interval", type=_positive_seconds, default=1.0, metavar="S")
-    w.add_argument("--worker-group", default="default", metavar="G")
-    w.add_argument("--worker-label", default=None, metavar="L")
-    w.add_argument("--workgroup-instance", type=_uuid, default=None, metavar="UUID")
+    w.add_argument(
+        "--max-concurrency",
+        type=_positive_int,
+        default=10,
+        metavar="N",
+        help="jobs run at once by this worker",
+    )
+    w.add_argument(
+        "--poll-interval",
+        type=_positive_seconds,
+        default=1.0,
+        metavar="S",
+        help="seconds between claims when idle (LISTEN/NOTIFY wakes it sooner on Postgres)",
+    )
+    w.add_argument(
+        "--worker-group", default="default", metavar="G", help="group name shown in `taskq workers`"
+    )
+    w.add_argument(
+        "--worker-label",
+        default=None,
+        metavar="L",
+        help="label shown in `taskq workers` (default: none; a workgroup gives its name)",
+    )
+    w.add_argument(
+        "--workgroup-instance",
+        type=_uuid,
+        default=None,
+        metavar="UUID",
+        help="set by a workgroup supervisor: the worker exits with it (default: none)",
+    )
     health = w.add_mutually_exclusive_group()
-    health.add_argument("--health-port", type=_port, default=None, metavar="N")
-    health.add_argument("--health-socket-path", default=None, metavar="P")
+    health.add_argument(
+        "--health-port",
+        type=_port,
+        default=None,
+        metavar="N",
+        help="serve /live /ready /metrics on TCP port N, 0 picks one (default: off)",
+    )
+    health.add_argument(
+        "--health-socket-path",
+        default=None,
+        metavar="P",
+        help="serve /live /ready /metrics on this Unix socket (default: off)",
+    )
     w.add_argument(
         "--health-host",
         default="0.0.0.0",
         metavar="ADDR",
         help="interface --health-port binds to (default 0.0.0.0)",
     )
-    w.add_argument("--heartbeat-interval", type=_positive_seconds, default=2.0, metavar="S")
-    w.add_argument("--lease", type=_positive_seconds, default=10.0, metavar="S")
-    w.add_argument("--shutdown-grace", type=_seconds, default=30.0, metavar="S")
-    w.add_argument("--force-update-actor-config", action="store_true")
+    w.add_argument(
+        "--heartbeat-interval",
+        type=_positive_seconds,
+        default=2.0,
+        metavar="S",
+        help="seconds between heartbeats (each extends every lease); shorter than --lease",
+    )
+    w.add_argument(
+        "--lease",
+        type=_positive_seconds,
+        default=10.0,
+        metavar="S",
+        help="seconds a claimed job stays ours without a heartbeat",
+    )
+    w.add_argument(
+        "--shutdown-grace",
+        type=_seconds,
+        default=30.0,
+        metavar="S",
+        help="seconds running jobs get to finish after SIGTERM",
+    )
+    w.add_argument(
+        "--force-update-actor-config",
+        action="store_true",
+        help="start even if the stored actor options differ from the registry's, and "
+        "overwrite them",
+    )
     w.add_argument(
         "--prefetch",
         type=_prefetch,
@@ -182,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="MODULE:ATTR",
-        help="worker middleware (repeatable)",
+        help="worker middleware, repeatable (default: none, plus TASKQ_WORKER_MIDDLEWARE)",
     )
     w.add_argument(
         "--cpu-workers",
@@ -191,8 +274,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="processes in the CPU pool for cpu_bound actors (default: cores)",
     )
-    w.add_argument("--cpu-max-tasks-per-child", type=_positive_int, default=1000, metavar="N")
-    w.add_argument("--cpu-max-memory-per-child", type=_positive_int, default=None, metavar="MIB")
+    w.add_argument(
+        "--cpu-max-tasks-per-child",
+        type=_positive_int,
+        default=1000,
+        metavar="N",
+        help="a CPU pool process is replaced after N jobs",
+    )
+    w.add_argument(
+        "--cpu-max-memory-per-child",
+        type=_positive_int,
+        default=None,
+        metavar="MIB",
+        help="a CPU pool process is replaced after a job that left it above this RSS "
+        "(default: off)",
+    )
 
     wg = sub.add_parser("workgroup", help="supervise worker processes from a TOML file")
     wg_sub = wg.add_subparsers(
@@ -204,10 +300,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("enqueue", help="enqueue one job; prints its id")
     e.add_argument("actor", help="actor name (its module need not be importable here)")
-    e.add_argument("--args", type=_json_arg(list, "--args"), default=[], metavar="JSON_ARRAY")
-    e.add_argument("--kwargs", type=_json_arg(dict, "--kwargs"), default={}, metavar="JSON_OBJECT")
-    e.add_argument("--queue", default=None)
-    e.add_argument("--delay", type=_seconds, default=None, metavar="SECONDS")
+    e.add_argument(
+        "--args",
+        type=_json_arg(list, "--args"),
+        default=[],
+        metavar="JSON_ARRAY",
+        help="positional arguments (default: none)",
+    )
+    e.add_argument(
+        "--kwargs",
+        type=_json_arg(dict, "--kwargs"),
+        default={},
+        metavar="JSON_OBJECT",
+        help="keyword arguments (default: none)",
+    )
+    e.add_argument(
+        "--queue",
+        default=None,
+        help="queue to put it on (default: the actor's, as recorded in the store by its "
+        "workers; required for an actor no worker has registered yet)",
+    )
+    e.add_argument(
+        "--delay",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="run it this many seconds from now (default: now)",
+    )
     e.add_argument(
         "--priority", type=_int, default=None, metavar="N", help="lower runs first (default 0)"
     )
@@ -228,26 +347,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     jobs_sub.required = True
     stats = jobs_sub.add_parser("stats", help="count jobs per state")
-    stats.add_argument("--json", action="store_true")
+    stats.add_argument("--json", action="store_true", help="one JSON object, state -> count")
     lst = jobs_sub.add_parser("list", help="list jobs, newest first")
-    lst.add_argument("--state", choices=ALL_STATES)
-    lst.add_argument("--queue")
-    lst.add_argument("--tag", help="only jobs carrying this tag")
-    lst.add_argument("--limit", type=_positive_int, default=50)
-    lst.add_argument("--json", action="store_true")
+    lst.add_argument("--state", choices=ALL_STATES, help="only this state (default: all)")
+    lst.add_argument("--queue", help="only this queue (default: all)")
+    lst.add_argument("--tag", help="only jobs carrying this tag (default: any)")
+    lst.add_argument("--limit", type=_positive_int, default=50, help="at most this many jobs")
+    lst.add_argument("--json", action="store_true", help="a JSON array of job objects")
     show = jobs_sub.add_parser("show", help="show one job")
-    show.add_argument("id")
-    show.add_argument("--json", action="store_true")
+    show.add_argument("id", help="the job's id")
+    show.add_argument("--json", action="store_true", help="one JSON job object")
     retry = jobs_sub.add_parser("retry", help="re-queue dead or cancelled jobs")
-    retry.add_argument("ids", nargs="*", metavar="ID")
-    retry.add_argument("--all-dead", action="store_true")
+    which = retry.add_mutually_exclusive_group(required=True)
+    which.add_argument("ids", nargs="*", default=[], metavar="ID", help="the jobs to re-queue")
+    which.add_argument("--all-dead", action="store_true", help="re-queue every dead job")
     cancel = jobs_sub.add_parser("cancel", help="cancel queued jobs")
-    cancel.add_argument("ids", nargs="+", metavar="ID")
+    cancel.add_argument("ids", nargs="+", metavar="ID", help="the jobs to cancel")
 
     queues = sub.add_parser(
         "queues", help="list queues (depth, oldest wait, pause, limits); pause, resume, limit"
     )
-    queues.add_argument("--json", action="store_true")
+    queues.add_argument("--json", action="store_true", help="a JSON array of queue objects")
     queues_sub = queues.add_subparsers(
         dest="queues_command", metavar="pause|resume|limit", parser_class=_Parser
     )
@@ -266,19 +386,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=None,
         metavar="N",
-        help="at most N of its jobs running at once, across every worker",
+        help="at most N of its jobs running at once, across every worker (default: keep)",
     )
     limit.add_argument(
         "--rate",
         type=_rate,
         default=None,
         metavar="N/PERIOD",
-        help="at most N starts in any PERIOD (second, minute or hour)",
+        help="at most N starts in any PERIOD: second, minute or hour (default: keep)",
     )
     limit.add_argument("--clear", action="store_true", help="remove the queue's limits")
 
     workers = sub.add_parser("workers", help="list registered worker processes")
-    workers.add_argument("--json", action="store_true")
+    workers.add_argument("--json", action="store_true", help="a JSON array of worker rows")
 
     sub.add_parser("demo", help="a self-contained tour on SQLite")
     return parser
@@ -415,8 +535,6 @@ def cmd_jobs(ns: argparse.Namespace) -> int:
             print("\n".join(_job_lines(job)))
         return EXIT_OK
     if sub == "retry":
-        if bool(ns.ids) == bool(ns.all_dead):
-            raise ConfigError("give job IDs or --all-dead (not both)")
         if ns.all_dead:
             count = _with_client(ns, lambda c: c.retry_all_dead())
             print(f"re-queued {count} dead job(s)")
@@ -540,6 +658,20 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, not at exit: a closed pipe is handled like the others
+    except BrokenPipeError:
+        # `taskq jobs list | head -1`: the reader has all it wanted. Exit quietly with the
+        # status a shell gives a process SIGPIPE ended, and point stdout at /dev/null so
+        # the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     ns = build_parser().parse_args(argv)
     if ns.command in ("worker", "workgroup") and "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # `--actors myapp.tasks:registry` from the app's directory

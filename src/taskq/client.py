@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import getpass
+import math
 import os
 import socket
 import threading
@@ -23,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 from uuid import UUID
 
-from .exceptions import ConfigError, InvalidJobState, JobNotFound
+from .exceptions import ActorNotFound, ConfigError, InvalidJobState, JobNotFound
 from .ids import uuid7, uuid7_many
 from .jobs import ActorConfig, Job, JobId, JobSpec, JobState, Limits, QueueInfo, Rate
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES, check_tags, encode_arguments, encode_meta
@@ -69,6 +70,16 @@ def make_limits(concurrency: int | None, rate: Rate | str | None) -> Limits:
     if rate is not None and not isinstance(rate, Rate):
         rate = Rate.parse(rate)
     return Limits(concurrency=concurrency, rate=rate)
+
+
+def unknown_actor_message(name: str) -> str:
+    """Why a job for an actor this store has never seen is refused, and the three fixes."""
+    return (
+        f"unknown actor {name!r}: no worker serving it has run against this store, so its "
+        "queue and options are unknown (a job on the wrong queue would wait forever); "
+        "pass the actor object instead of its name, run a worker that serves it once, "
+        "or give its queue (queue= / --queue)"
+    )
 
 
 def _actor_name(actor: ActorRef) -> str:
@@ -140,6 +151,8 @@ class _JobBuilder:
         elif isinstance(actor, str):
             name = actor
             cfg = known.get(name)
+            if cfg is None and queue is None:
+                raise ActorNotFound(unknown_actor_message(name))
             cfg_queue = cfg.queue if cfg else DEFAULT_QUEUE
             max_attempts = cfg.max_attempts if cfg else 3
             max_crashes = cfg.max_crashes if cfg else 2
@@ -154,9 +167,14 @@ class _JobBuilder:
         if delay is not None and run_at is not None:
             raise ConfigError("give delay or run_at, not both")
         if delay is not None:
-            if not isinstance(delay, int | float) or delay < 0:
+            if not isinstance(delay, int | float) or not 0 <= delay < math.inf:
                 raise ConfigError(f"delay must be a number of seconds >= 0, got {delay!r}")
-            run_at = datetime.now(UTC) + timedelta(seconds=delay)
+            try:
+                run_at = datetime.now(UTC) + timedelta(seconds=delay)
+            except OverflowError:
+                raise ConfigError(
+                    f"delay of {delay:g} seconds is too far in the future (past the year 9999)"
+                ) from None
         elif run_at is not None and run_at.tzinfo is None:
             raise ConfigError("run_at must be timezone-aware")
         if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
@@ -251,9 +269,13 @@ class AsyncClient:
         await self.close()
 
     async def _known(self, actors: Iterable[ActorRef]) -> Mapping[str, ActorConfig]:
-        if all(isinstance(a, Actor) for a in actors):
+        names = {a for a in actors if isinstance(a, str)}
+        if not names:
             return {}
-        if time.monotonic() - self._configs_at > _CONFIG_TTL:
+        if (
+            time.monotonic() - self._configs_at > _CONFIG_TTL
+            or not names <= self._configs.keys()  # a worker may have registered it since
+        ):
             self._configs = await self._store.actor_configs()
             self._configs_at = time.monotonic()
         return self._configs

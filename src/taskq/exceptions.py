@@ -8,6 +8,7 @@ The tree::
     |   +-- WorkgroupConfigError
     +-- ActorError
     |   +-- ActorNotFound            a name or ``module:attr`` reference that resolves to nothing
+    |   +-- ActorImportError         the ``module:attr`` module raised while importing
     |   +-- DuplicateActor
     +-- PayloadError                 refused at enqueue; nothing was written
     |   +-- NotJSONSerializable
@@ -66,6 +67,10 @@ class ActorError(TaskqError):
 
 class ActorNotFound(ActorError):
     """actor not found."""
+
+
+class ActorImportError(ActorError):
+    """the actors' module raised while being imported (its own error is in ``__cause__``)."""
 
 
 class DuplicateActor(ActorError):

@@ -33,6 +33,7 @@ from .exceptions import ConfigError
 _FIELDS = "taskq_fields"
 _JOB = "taskq_job"
 _configured = False
+_format = "json"
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 FORMATS = ("json", "console")
 
@@ -150,6 +151,11 @@ class ConsoleFormatter(logging.Formatter):
         return line
 
 
+def is_json() -> bool:
+    """The configured format is JSON lines (for machines), not console lines."""
+    return _format == "json"
+
+
 def resolve(fmt: str | None = None, level: int | str | None = None) -> tuple[str, int]:
     """The log format and level from the arguments or the environment; ``ConfigError``
     naming the variable and the allowed values when one is not valid."""
@@ -182,8 +188,9 @@ def configure(fmt: str | None = None, level: int | str | None = None) -> None:
     JSON object per line, with no plain-text "last resort" lines in between. The Python
     root logger is only touched when nothing configured it yet.
     """
-    global _configured
+    global _configured, _format
     fmt, numeric = resolve(fmt, level)
+    _format = fmt
     formatter = JsonFormatter() if fmt == "json" else ConsoleFormatter()
     ours = logging.getLogger("taskq")
     ours.setLevel(numeric)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-from .exceptions import ActorNotFound, ConfigError, DuplicateActor
+from .exceptions import ActorImportError, ActorNotFound, ConfigError, DuplicateActor
 from .jobs import ActorConfig
 from .unique import Unique, as_unique
 
@@ -229,11 +230,9 @@ def resolve_reference(reference: str) -> Any:
             raise ActorNotFound(
                 f"cannot import module {module_name!r} (from {reference!r}): no such module"
             ) from exc
-        raise ActorNotFound(f"importing {module_name!r} failed: {exc}") from exc
+        raise ActorImportError(_import_failure(module_name, exc)) from exc
     except Exception as exc:
-        raise ActorNotFound(
-            f"importing {module_name!r} failed: {type(exc).__name__}: {exc}"
-        ) from exc
+        raise ActorImportError(_import_failure(module_name, exc)) from exc
     obj: Any = module
     for part in attr_path.split("."):
         try:
@@ -243,6 +242,20 @@ def resolve_reference(reference: str) -> Any:
                 f"module {module_name!r} has no attribute {attr_path!r} (from {reference!r})"
             ) from None
     return obj
+
+
+def _import_failure(module_name: str, exc: BaseException) -> str:
+    """``importing 'm' failed: Type: message (at file.py, line N)``: the module's own
+    error and where it happened (the innermost frame; a SyntaxError's own position)."""
+    where, text = "", str(exc)
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where, text = f"{exc.filename}, line {exc.lineno}", str(exc.msg)
+    else:
+        frames = traceback.extract_tb(exc.__traceback__)
+        if frames:
+            where = f"{frames[-1].filename}, line {frames[-1].lineno}"
+    message = f"importing {module_name!r} failed: {type(exc).__name__}: {text}"
+    return f"{message} (at {where})" if where else message
 
 
 def load_registry(reference: str) -> Registry:

@@ -99,14 +99,14 @@ def test_enqueue_prints_the_id_and_show_finds_it(migrated: StoreTarget) -> None:
 
 
 def test_stats_json_has_all_five_states(migrated: StoreTarget) -> None:
-    taskq(migrated, "enqueue", "a")
-    taskq(migrated, "enqueue", "b")
+    taskq(migrated, "enqueue", "a", "--queue", "default")
+    taskq(migrated, "enqueue", "b", "--queue", "default")
     stats = json.loads(taskq(migrated, "jobs", "stats", "--json").stdout)
     assert stats == {"queued": 2, "running": 0, "succeeded": 0, "dead": 0, "cancelled": 0}
 
 
 def test_cancel_then_retry(migrated: StoreTarget) -> None:
-    job_id = taskq(migrated, "enqueue", "a").stdout.strip()
+    job_id = taskq(migrated, "enqueue", "a", "--queue", "default").stdout.strip()
     taskq(migrated, "jobs", "cancel", job_id)
     assert (
         json.loads(taskq(migrated, "jobs", "show", job_id, "--json").stdout)["state"] == "cancelled"
@@ -124,10 +124,16 @@ def test_workers_json_is_a_list(migrated: StoreTarget) -> None:
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["enqueue", "a", "--args", "[1,"], "--args is not valid JSON"),
-        (["enqueue", "a", "--args", '{"x": 1}'], "--args must be a JSON array"),
-        (["enqueue", "a", "--kwargs", "[1]"], "--kwargs must be a JSON object"),
-        (["enqueue", "a", "--delay", "soon"], "expected a number of seconds"),
+        (["enqueue", "a", "--queue", "default", "--args", "[1,"], "--args is not valid JSON"),
+        (
+            ["enqueue", "a", "--queue", "default", "--args", '{"x": 1}'],
+            "--args must be a JSON array",
+        ),
+        (
+            ["enqueue", "a", "--queue", "default", "--kwargs", "[1]"],
+            "--kwargs must be a JSON object",
+        ),
+        (["enqueue", "a", "--queue", "default", "--delay", "soon"], "expected a number of seconds"),
         (["jobs", "list", "--limit", "0"], "expected an integer >= 1"),
         (["jobs", "list", "--state", "exploded"], "invalid choice"),
         (["frobnicate"], "invalid choice"),
@@ -218,12 +224,17 @@ async def test_list_filters_and_retry_all_dead(migrated: StoreTarget) -> None:
 
 
 def test_retry_needs_ids_or_all_dead(migrated: StoreTarget) -> None:
-    assert_one_line_error(taskq(migrated, "jobs", "retry", check=False), "--all-dead")
+    nothing = taskq(migrated, "jobs", "retry", check=False)
+    assert_one_line_error(nothing, "one of the arguments ID --all-dead is required")
+    assert nothing.returncode == 2  # a usage error, like every other bad command line
+    both = taskq(migrated, "jobs", "retry", "--all-dead", str(uuid.uuid4()), check=False)
+    assert_one_line_error(both, "not allowed with")
+    assert both.returncode == 2
 
 
 async def test_retry_a_queued_job_is_refused_but_others_proceed(migrated: StoreTarget) -> None:
     (dead,) = await _make_dead(migrated, 1)
-    queued = taskq(migrated, "enqueue", "a").stdout.strip()
+    queued = taskq(migrated, "enqueue", "a", "--queue", "default").stdout.strip()
     proc = taskq(migrated, "jobs", "retry", queued, dead, check=False)
     assert proc.returncode == 1
     assert_one_line_error(proc, "only dead or cancelled jobs can be retried")

@@ -322,8 +322,8 @@ def test_unreachable_store_exits_1_with_one_line(target, spawn):
     )
     worker = spawn(extra_env={"TASKQ_DSN": bad})
     assert worker.wait() == exit_codes.CANNOT_START
-    lines = worker.log_path.read_text().splitlines()
-    assert len(lines) == 1 and '"worker-cannot-start"' in lines[0]
+    event, line = worker.log_path.read_text().splitlines()  # JSON for machines, one for people
+    assert '"worker-cannot-start"' in event and line.startswith("taskq: ")
     assert worker.events("worker-cannot-start")[0]["error"] == "StoreUnavailable"
 
 
@@ -395,9 +395,24 @@ async def test_actor_config_drift_refuses_to_start_unless_forced(target, store, 
 async def test_bad_actors_reference_exits_1_with_one_line(target, store, spawn):
     worker = spawn("--actors", "tests.no_such_module:registry")
     assert worker.wait() == exit_codes.CANNOT_START
-    lines = worker.log_path.read_text().splitlines()
-    assert len(lines) == 1 and "no_such_module" in lines[0]
-    assert "Traceback" not in lines[0]
+    text = worker.log_path.read_text()
+    event, line = text.splitlines()  # off a terminal: the JSON event and the `taskq:` line
+    assert "no_such_module" in event and "Traceback" not in text
+    assert line.startswith("taskq: cannot import module 'tests.no_such_module'")
+
+
+async def test_an_actors_module_that_fails_to_import_shows_its_own_error(target, store, spawn):
+    worker = spawn("--actors", "tests.fixtures.registry_broken:registry")
+    assert worker.wait() == exit_codes.CANNOT_START
+    text = worker.log_path.read_text()
+    (event,) = worker.events("worker-cannot-start")
+    assert event["error"] == "ActorImportError" and "Traceback" not in text
+    line = text.splitlines()[-1]
+    broken = ROOT / "tests" / "fixtures" / "registry_broken.py"
+    assert line == (
+        "taskq: importing 'tests.fixtures.registry_broken' failed: RuntimeError: this module "
+        f"fails on import (at {broken}, line 1)"
+    )
 
 
 async def test_workgroup_child_does_not_outlive_its_parent(target, store, env, tmp_path):

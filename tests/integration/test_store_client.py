@@ -169,7 +169,9 @@ def test_unmigrated_store_says_run_migrate(target):
 
 def test_enqueue_by_name_without_importing_the_actor(migrated):
     with taskq.Client(migrated.dsn, schema=migrated.schema) as client:
-        job = client.get(client.enqueue("some.module:never_imported", 1))
+        with pytest.raises(taskq.ActorNotFound, match="unknown actor"):
+            client.enqueue("some.module:never_imported", 1)  # its queue is unknown
+        job = client.get(client.enqueue_with("some.module:never_imported", [1], queue="default"))
         assert (job.actor, job.queue, job.max_attempts, job.max_crashes, job.idempotent) == (
             "some.module:never_imported",
             "default",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import taskq
@@ -85,7 +87,6 @@ def test_resolve_reference_success() -> None:
         (":registry", "expected MODULE:ATTR"),
         ("tests.fixtures.registry_ok:", "expected MODULE:ATTR"),
         ("tests.fixtures.does_not_exist:registry", "no such module"),
-        ("tests.fixtures.registry_broken:registry", "RuntimeError: this module fails on import"),
         ("tests.fixtures.registry_ok:missing", "has no attribute 'missing'"),
         ("tests.fixtures.registry_ok:not_a_registry", "is a int, not a taskq.Registry"),
     ],
@@ -93,6 +94,18 @@ def test_resolve_reference_success() -> None:
 def test_each_resolution_failure_has_its_own_message(reference: str, message: str) -> None:
     with pytest.raises(taskq.ActorNotFound, match=message):
         load_registry(reference)
+
+
+def test_a_module_that_raises_on_import_shows_its_own_error_and_where() -> None:
+    with pytest.raises(taskq.ActorError) as info:
+        load_registry("tests.fixtures.registry_broken:registry")
+    assert not isinstance(info.value, taskq.ActorNotFound)
+    assert type(info.value).__name__ == "ActorImportError"
+    assert isinstance(info.value.__cause__, RuntimeError)
+    assert str(info.value).endswith(
+        "RuntimeError: this module fails on import (at "
+        f"{Path(__file__).parents[1] / 'fixtures' / 'registry_broken.py'}, line 1)"
+    )
 
 
 def test_resolve_dotted_attribute() -> None:

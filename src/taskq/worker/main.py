@@ -20,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import sys
 
-from .. import parentdeath
+from .. import logs, parentdeath
 from ..exceptions import TaskqError
 from ..logs import get_logger
 from . import exit_codes, signals
@@ -47,7 +48,11 @@ def run(config: WorkerConfig) -> int:
     try:
         return asyncio.run(_main(config, parent))
     except TaskqError as exc:
-        log.error("worker-cannot-start", reason=str(exc), error=type(exc).__name__)
+        # the documented one line for people and scripts, like every `taskq` command;
+        # under JSON logs the event too, for whatever collects them (a workgroup's pumps)
+        if logs.is_json():
+            log.error("worker-cannot-start", reason=str(exc), error=type(exc).__name__)
+        print(f"taskq: {exc}", file=sys.stderr, flush=True)
         return exit_codes.CANNOT_START
 
 
