@@ -43,6 +43,8 @@ class _Help(argparse.HelpFormatter):
             or action.default in (None, False, argparse.SUPPRESS)
         ):
             return text
+        if action.default in ([], {}, ()):
+            return f"{text} (default: none)"
         return f"{text} (default: %(default)s)"
 
 
@@ -334,11 +336,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--unique-key",
         default=None,
         metavar="KEY",
-        help="enqueue only if no queued or running job holds KEY (else print its id)",
+        help="enqueue only if no queued or running job holds KEY, else print its id "
+        "(default: no key)",
     )
-    e.add_argument("--meta", type=_json_arg(dict, "--meta"), default=None, metavar="JSON_OBJECT")
     e.add_argument(
-        "--tag", action="append", default=[], metavar="T", dest="tags", help="repeatable"
+        "--meta",
+        type=_json_arg(dict, "--meta"),
+        default=None,
+        metavar="JSON_OBJECT",
+        help="free-form metadata kept with the job (default: none)",
+    )
+    e.add_argument(
+        "--tag", action="append", default=[], metavar="T", dest="tags", help="a tag, repeatable"
     )
 
     jobs = sub.add_parser("jobs", help="inspect and act on jobs")
