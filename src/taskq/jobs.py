@@ -109,6 +109,7 @@ class Job:
     meta: dict[str, Any] = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
     unique_key: str | None = None
+    late: bool = False  # the outcome arrived after the crash rules had ended its run
 
     @property
     def cancel_requested(self) -> bool:

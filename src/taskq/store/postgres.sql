@@ -115,22 +115,21 @@ WHERE unique_key = ANY(%(keys)s::text[])
 -- description: Where a caller's connection points: its database, and whether the taskq schema's tables are there.
 SELECT current_database(), to_regclass(%(jobs_table)s) IS NOT NULL;
 
+-- fragment: job_columns
+-- description: Every column a Job is read from (store/rows.py reads them by name; JSON as text).
+id, actor, queue, args::text, kwargs::text, priority, state, attempt, max_attempts,
+crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
+worker_id, lease_expires_at, last_error, dead_reason, result::text AS result,
+snooze_count, cancelled_at, cancelled_by, meta::text AS meta, tags, unique_key, late
+
 -- name: get_job
 -- description: One job by id.
-SELECT id, actor, queue, args::text, kwargs::text, priority, state, attempt, max_attempts,
-       crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
-       worker_id, lease_expires_at, last_error, dead_reason, result::text AS result,
-       snooze_count, cancelled_at, cancelled_by,
-       meta::text AS meta, tags, unique_key
+SELECT {{job_columns}}
 FROM jobs WHERE id = %(id)s;
 
 -- name: list_jobs
 -- description: Jobs newest first (UUIDv7 ids are time-ordered), optionally by state/queue/tag.
-SELECT id, actor, queue, args::text, kwargs::text, priority, state, attempt, max_attempts,
-       crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
-       worker_id, lease_expires_at, last_error, dead_reason, result::text AS result,
-       snooze_count, cancelled_at, cancelled_by,
-       meta::text AS meta, tags, unique_key
+SELECT {{job_columns}}
 FROM jobs
 WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
@@ -259,6 +258,13 @@ WITH seen AS (
 )
 SELECT count(*) AS extended FROM extended;
 
+-- fragment: start_run
+-- description: The SET list of a claim (claim, claim_limited): a new run by %(worker_id)s.
+-- A new run also ends any claim a late outcome of an earlier run had (lost_run).
+state = 'running', attempt = jobs.attempt + 1, worker_id = %(worker_id)s,
+lease_expires_at = now() + make_interval(secs => %(lease)s::float8), started_at = now(),
+lost_worker_id = NULL, late = false
+
 -- name: claim
 -- description: Claim up to n due queued jobs in (priority, run_at, id) order, skipping locked rows.
 -- One ordered scan of jobs_claim_idx per queue (queue = ANY(...) would sort every queued
@@ -285,8 +291,7 @@ WITH picked AS (
     LIMIT %(limit)s
 )
 UPDATE jobs
-SET state = 'running', attempt = jobs.attempt + 1, worker_id = %(worker_id)s,
-    lease_expires_at = now() + make_interval(secs => %(lease)s::float8), started_at = now()
+SET {{start_run}}
 FROM picked
 WHERE jobs.id = picked.id
 RETURNING jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args,
@@ -298,8 +303,10 @@ RETURNING jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args,
 -- description: The SET list that ends a run, once for every way a run ends.
 -- Used by complete, rescue_worker and rescue_expired as `UPDATE jobs SET ... FROM verdict v`:
 -- v.kind is the outcome ('succeeded', 'retry', 'snoozed', 'dead', 'cancelled' or 'crashed'),
--- v.next_state/v.next_reason the state it leads to, v.result/v.error/v.delay its data.
--- A re-queued job forgets its run (worker, start, finish); any other keeps who ran it.
+-- v.next_state/v.next_reason the state it leads to, v.worker_id the run's worker,
+-- v.result/v.error/v.delay its data. A re-queued job forgets its run (worker, start,
+-- finish); any other keeps who ran it. A crash remembers whose run it ended
+-- (lost_worker_id); an outcome written to a row no longer running is marked late.
 -- A snooze gives the attempt back and counts the snooze. A job whose cancel was asked
 -- for (cancelled_at set while it ran) ends `cancelled` whatever the outcome: never re-run.
 state = CASE WHEN jobs.cancelled_at IS NULL THEN v.next_state ELSE 'cancelled' END,
@@ -318,12 +325,21 @@ started_at = CASE WHEN v.next_state = 'queued' AND jobs.cancelled_at IS NULL
 finished_at = CASE WHEN v.next_state = 'queued' AND jobs.cancelled_at IS NULL
                    THEN NULL ELSE now() END,
 worker_id = CASE WHEN v.next_state = 'queued' AND jobs.cancelled_at IS NULL
-                 THEN NULL ELSE jobs.worker_id END,
-lease_expires_at = NULL
+                 THEN NULL ELSE v.worker_id END,
+lease_expires_at = NULL,
+lost_worker_id = CASE WHEN v.kind = 'crashed' THEN v.worker_id END,
+late = (jobs.state <> 'running')
+
+-- fragment: lost_run
+-- description: The row is still the crash verdict that ended worker w's run of this
+-- attempt, and nobody has run the job since (a claim clears lost_worker_id and moves
+-- attempt): re-queued and not claimed, or dead by the crash rules. An outcome of that
+-- run (not a crash) is still recorded, late (docs/jobs.md, "Late outcomes").
+jobs.state = 'queued' OR (jobs.state = 'dead' AND jobs.dead_reason IN ('crashed', 'poison'))
 
 -- fragment: crash_verdict
 -- description: The verdict columns of a crash, from crash_outcome() of the job row j.
-'crashed'::text AS kind, NULL::text AS result, 0.0::float8 AS delay,
+j.worker_id, 'crashed'::text AS kind, NULL::text AS result, 0.0::float8 AS delay,
 CASE crash_outcome(j.crash_count, j.max_crashes, j.idempotent)
     WHEN 'queued' THEN 'queued' ELSE 'dead' END AS next_state,
 nullif(crash_outcome(j.crash_count, j.max_crashes, j.idempotent), 'queued') AS next_reason
@@ -414,8 +430,7 @@ WITH wanted AS (
     LIMIT %(limit)s
 ), claimed AS (
     UPDATE jobs
-    SET state = 'running', attempt = jobs.attempt + 1, worker_id = %(worker_id)s,
-        lease_expires_at = now() + make_interval(secs => %(lease)s::float8), started_at = now()
+    SET {{start_run}}
     FROM picked
     WHERE jobs.id = picked.id
     RETURNING jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args,
@@ -478,6 +493,8 @@ SELECT name, paused, paused_at, paused_by FROM queues ORDER BY name;
 -- name: complete
 -- description: Write a batch of run outcomes, each fenced by (id, attempt, worker, running).
 -- An outcome's meta (the job's whole meta, when the run changed it) is saved with it.
+-- A late outcome (its run already ended by the crash rules, nobody ran the job since) is
+-- still written: see the lost_run fragment.
 -- The fence is wrapped in `(...) IS TRUE` on purpose: it keeps the planner from driving
 -- the update through jobs_running_idx (worker_id). Once psycopg prepares this statement,
 -- the generic plan otherwise scans every running row of the worker per outcome, and a
@@ -489,7 +506,7 @@ WITH outcome AS (
                          %(reasons)s::text[], %(metas)s::text[])
         AS o(id, attempt, kind, result, error, delay, reason, meta)
 ), verdict AS (
-    SELECT o.*,
+    SELECT o.*, %(worker_id)s::uuid AS worker_id,
            CASE o.kind
                WHEN 'retry' THEN 'queued'
                WHEN 'snoozed' THEN 'queued'
@@ -509,7 +526,9 @@ WITH outcome AS (
         meta = coalesce(v.meta::json, jobs.meta)
     FROM verdict v
     WHERE jobs.id = v.id AND jobs.attempt = v.attempt
-      AND (jobs.worker_id = %(worker_id)s AND jobs.state = 'running') IS TRUE
+      AND ((jobs.worker_id = %(worker_id)s AND jobs.state = 'running')
+           OR (v.kind IN ('succeeded', 'retry', 'dead')
+               AND jobs.lost_worker_id = %(worker_id)s AND ({{lost_run}}))) IS TRUE
     RETURNING jobs.queue, jobs.state, jobs.run_at
 )
 SELECT count(*) AS changed,
@@ -563,7 +582,7 @@ FROM rescued;
 WITH sweeper AS (
     SELECT pg_try_advisory_xact_lock(hashtext(%(lock_key)s)) AS got
 ), verdict AS (
-    SELECT j.id, j.worker_id,
+    SELECT j.id,
            %(cause)s || ': worker ' || j.worker_id::text || ' lease expired' AS error,
            {{crash_verdict}}
     FROM jobs j, sweeper
@@ -619,10 +638,7 @@ WHERE state = 'dead' AND finished_at >= %(since)s GROUP BY queue;
 
 -- name: browse_jobs
 -- description: One page of jobs newest first, filtered, after a keyset cursor (id < before).
-SELECT id, actor, queue, args::text, kwargs::text, priority, state, attempt, max_attempts,
-       crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
-       worker_id, lease_expires_at, last_error, dead_reason, result::text AS result,
-       snooze_count, cancelled_at, cancelled_by, meta::text AS meta, tags, unique_key
+SELECT {{job_columns}}
 FROM jobs
 WHERE id < %(before)s::uuid
   AND (%(state)s::text IS NULL OR state = %(state)s::text)

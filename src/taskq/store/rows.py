@@ -67,6 +67,7 @@ class Codec:
             meta=_json(r["meta"]) or {},
             tags=[] if r["tags"] is None else self.texts(r["tags"]),
             unique_key=r["unique_key"],
+            late=bool(r["late"]),
         )
 
     def claimed(self, rows: Iterable[Row]) -> list[ClaimedJob]:

@@ -75,22 +75,21 @@ WHERE unique_key IN (SELECT value FROM json_each(:keys))
 -- description: The file behind a connection's main database (a caller's connection must be the store's).
 SELECT file FROM pragma_database_list WHERE name = 'main';
 
+-- fragment: job_columns
+-- description: Every column a Job is read from (store/rows.py reads them by name; JSON stored as text).
+id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
+crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
+worker_id, lease_expires_at, last_error, dead_reason, result, snooze_count,
+cancelled_at, cancelled_by, meta, tags, unique_key, late
+
 -- name: get_job
 -- description: One job by id.
-SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
-       crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
-       worker_id, lease_expires_at, last_error, dead_reason, result, snooze_count,
-       cancelled_at, cancelled_by,
-       meta, tags, unique_key
+SELECT {{job_columns}}
 FROM jobs WHERE id = :id;
 
 -- name: list_jobs
 -- description: Jobs newest first (UUIDv7 ids are time-ordered), optionally by state/queue/tag.
-SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
-       crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
-       worker_id, lease_expires_at, last_error, dead_reason, result, snooze_count,
-       cancelled_at, cancelled_by,
-       meta, tags, unique_key
+SELECT {{job_columns}}
 FROM jobs
 WHERE (:state IS NULL OR state = :state) AND (:queue IS NULL OR queue = :queue)
   AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value = :tag))
@@ -197,13 +196,18 @@ UPDATE workers SET last_seen_at = :now WHERE id = :worker_id;
 UPDATE jobs SET lease_expires_at = :now + :lease
 WHERE worker_id = :worker_id AND state = 'running';
 
+-- fragment: start_run
+-- description: The SET list of a claim (claim, claim_ids): a new run by :worker_id.
+-- A new run also ends any claim a late outcome of an earlier run had (lost_run).
+state = 'running', attempt = jobs.attempt + 1, worker_id = :worker_id,
+lease_expires_at = :now + :lease, started_at = :now, lost_worker_id = NULL, late = 0
+
 -- name: claim
 -- description: Claim up to n due queued jobs in (priority, run_at, id) order.
 -- Paused queues are skipped, and so are queues and actors with limits: when limits
 -- apply, the store claims through limit_rooms / claim_candidates / claim_ids instead.
 UPDATE jobs
-SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
-    lease_expires_at = :now + :lease, started_at = :now
+SET {{start_run}}
 WHERE id IN (
     SELECT id FROM jobs
     WHERE state = 'queued'
@@ -268,8 +272,7 @@ LIMIT :limit;
 -- name: claim_ids
 -- description: Claim the picked jobs (the limited claim's last step).
 UPDATE jobs
-SET state = 'running', attempt = attempt + 1, worker_id = :worker_id,
-    lease_expires_at = :now + :lease, started_at = :now
+SET {{start_run}}
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'queued'
 RETURNING id, actor, queue, args, kwargs, attempt, max_attempts, crash_count, max_crashes,
           idempotent, priority, run_at, snooze_count, meta;
@@ -338,7 +341,9 @@ SELECT EXISTS (
 -- description: The SET list that ends a run, once for every way a run ends.
 -- Used as `UPDATE jobs SET ... FROM (...) AS v`: v.kind is the outcome ('succeeded',
 -- 'retry', 'snoozed', 'dead', 'cancelled' or 'crashed'), v.next_state/v.next_reason the state it
--- leads to, v.result/v.error/v.delay its data. A re-queued job forgets its run.
+-- leads to, v.worker_id the run's worker, v.result/v.error/v.delay its data. A re-queued
+-- job forgets its run. A crash remembers whose run it ended (lost_worker_id); an outcome
+-- written to a row no longer running is marked late.
 -- A snooze gives the attempt back and counts the snooze. A job whose cancel was asked
 -- for (cancelled_at set while it ran) ends `cancelled` whatever the outcome: never re-run.
 state = CASE WHEN jobs.cancelled_at IS NULL THEN v.next_state ELSE 'cancelled' END,
@@ -357,31 +362,45 @@ started_at = CASE WHEN v.next_state = 'queued' AND jobs.cancelled_at IS NULL
 finished_at = CASE WHEN v.next_state = 'queued' AND jobs.cancelled_at IS NULL
                    THEN NULL ELSE :now END,
 worker_id = CASE WHEN v.next_state = 'queued' AND jobs.cancelled_at IS NULL
-                 THEN NULL ELSE jobs.worker_id END,
-lease_expires_at = NULL
+                 THEN NULL ELSE v.worker_id END,
+lease_expires_at = NULL,
+lost_worker_id = CASE WHEN v.kind = 'crashed' THEN v.worker_id END,
+late = (jobs.state <> 'running')
 
 -- fragment: run_fence
 -- description: Only the run the caller holds: same id, attempt and worker, still running.
 jobs.id = v.id AND jobs.attempt = :attempt AND jobs.worker_id = :worker_id
   AND jobs.state = 'running'
 
+-- fragment: lost_run
+-- description: The row is still the crash verdict that ended this worker's run of this
+-- attempt, and nobody has run the job since (a claim clears lost_worker_id and moves
+-- attempt): re-queued and not claimed, or dead by the crash rules. An outcome of that
+-- run (not a crash) is still recorded, late (docs/jobs.md, "Late outcomes").
+jobs.id = v.id AND jobs.attempt = :attempt AND jobs.lost_worker_id = :worker_id
+  AND (jobs.state = 'queued' OR (jobs.state = 'dead' AND jobs.dead_reason IN ('crashed', 'poison')))
+
 -- name: finish_run
 -- description: Write one outcome that is not a crash (succeeded/retry/snoozed/dead/cancelled), fenced.
 -- Its meta (the job's whole meta, when the run changed it) is saved with it.
+-- A late outcome (its run already ended by the crash rules) is still written: lost_run.
 UPDATE jobs
 SET {{end_run}},
     meta = coalesce(:meta, jobs.meta)
-FROM (SELECT :id AS id, :kind AS kind, :result AS result, :error AS error, :delay AS delay,
+FROM (SELECT :id AS id, :worker_id AS worker_id, :kind AS kind, :result AS result,
+             :error AS error, :delay AS delay,
              CASE :kind WHEN 'retry' THEN 'queued' WHEN 'snoozed' THEN 'queued' ELSE :kind END
                  AS next_state,
              CASE :kind WHEN 'dead' THEN coalesce(:reason, 'failed') END AS next_reason) AS v
-WHERE {{run_fence}};
+WHERE ({{run_fence}})
+   OR (:kind IN ('succeeded', 'retry', 'dead') AND {{lost_run}});
 
 -- name: crash_run
 -- description: The crash rules on one run, fenced: requeue, dead/crashed or dead/poison.
 UPDATE jobs
 SET {{end_run}}
-FROM (SELECT id, 'crashed' AS kind, NULL AS result, :error AS error, 0.0 AS delay,
+FROM (SELECT id, :worker_id AS worker_id, 'crashed' AS kind, NULL AS result,
+             :error AS error, 0.0 AS delay,
              CASE rule WHEN 'queued' THEN 'queued' ELSE 'dead' END AS next_state,
              nullif(rule, 'queued') AS next_reason
       FROM (SELECT id,
@@ -450,10 +469,7 @@ WHERE state = 'dead' AND finished_at >= :since GROUP BY queue;
 
 -- name: browse_jobs
 -- description: One page of jobs newest first, filtered, after a keyset cursor (id < before).
-SELECT id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
-       crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
-       worker_id, lease_expires_at, last_error, dead_reason, result, snooze_count,
-       cancelled_at, cancelled_by, meta, tags, unique_key
+SELECT {{job_columns}}
 FROM jobs
 WHERE id < :before
   AND (:state IS NULL OR state = :state)

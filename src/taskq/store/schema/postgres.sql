@@ -53,6 +53,8 @@ CREATE TABLE jobs (
     snooze_count integer NOT NULL DEFAULT 0,
     cancelled_at timestamp with time zone,
     cancelled_by text,
+    lost_worker_id uuid,
+    late boolean NOT NULL DEFAULT false,
     CONSTRAINT jobs_attempt_check CHECK (((attempt >= 0) AND (crash_count >= 0))),
     CONSTRAINT jobs_dead_reason_check CHECK (((state = 'dead'::text) = (dead_reason IS NOT NULL))),
     CONSTRAINT jobs_pkey PRIMARY KEY (id),
