@@ -96,7 +96,7 @@ async def test_verify_broken_worker_backs_off_to_10s_then_crash_loop_guard_stops
         clock=lambda: now[0],
         rng=lambda: 1.0,
     )
-    sup = TaskSupervisor(1, lambda i, _ok: _Broken(i), policy=policy, sleep=fake_sleep)
+    sup = TaskSupervisor(1, lambda i, _ok: _Broken(i), policy=lambda: policy, sleep=fake_sleep)
     with captured_logs() as logs, pytest.raises(CrashLoop):
         await sup.start()
         await asyncio.wait_for(sup.run(), 10)
@@ -106,6 +106,61 @@ async def test_verify_broken_worker_backs_off_to_10s_then_crash_loop_guard_stops
     # 10 restarts (t = 0 .. 42.7 s on the fake clock); the 11th death within 60 s trips it
     assert len(delays) == 10
     assert len(logs.events("worker died")) == 11
+    (critical,) = logs.events("crash-loop-guard-tripped")
+    assert critical["level"] == "critical"
+    assert sup.alive == 0
+
+
+class _Healthy:
+    """A consumer that runs until cancelled."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.busy = False
+
+    async def run(self) -> None:
+        await asyncio.Event().wait()
+
+
+def _frozen_clock_policy() -> RestartPolicy:
+    """The production limits on a clock that never moves: every death is in the window."""
+    return RestartPolicy(clock=lambda: 0.0, rng=lambda: 1.0)
+
+
+async def _no_sleep(delay: float) -> None:
+    await asyncio.sleep(0)
+
+
+async def test_one_crash_looping_consumer_gives_up_alone_and_its_siblings_run_on():
+    """One policy per consumer: a consumer that keeps dying gives up by itself (left
+    down, logged); the crash-loop guard does not trip while others are alive."""
+    sup = TaskSupervisor(
+        3,
+        lambda i, _ok: _Broken(i) if i == 0 else _Healthy(i),
+        policy=_frozen_clock_policy,
+        sleep=_no_sleep,
+    )
+    with captured_logs() as logs:
+        await sup.start()
+        run = asyncio.create_task(sup.run())
+        await async_wait_until(lambda: _async(0 in sup.gave_up), what="consumer 0 to give up")
+        assert not run.done()
+        assert sup.alive == 2
+        sup.stop()
+        await asyncio.wait_for(run, 10)  # a clean stop: no CrashLoop
+    (gave_up,) = logs.events("consumer-gave-up")
+    assert gave_up["consumer"] == 0 and gave_up["level"] == "error"
+    assert len(logs.events("worker died")) == 11
+    assert logs.events("crash-loop-guard-tripped") == []
+
+
+async def test_the_crash_loop_guard_trips_when_every_consumer_gives_up():
+    sup = TaskSupervisor(3, lambda i, _ok: _Broken(i), policy=_frozen_clock_policy, sleep=_no_sleep)
+    with captured_logs() as logs, pytest.raises(CrashLoop):
+        await sup.start()
+        await asyncio.wait_for(sup.run(), 10)
+    assert sorted(e["consumer"] for e in logs.events("consumer-gave-up")) == [0, 1, 2]
+    assert len(logs.events("worker died")) == 33
     (critical,) = logs.events("crash-loop-guard-tripped")
     assert critical["level"] == "critical"
     assert sup.alive == 0
@@ -134,7 +189,10 @@ async def test_verify_killed_workers_move_both_signals_and_they_recover(target, 
     /metrics the alive gauge dips below the configured size and recovers, the restart
     counter rises, and each death has a logged reason."""
     sock = str(tmp_path / "health.sock")
-    slow_restart = RestartPolicy(initial=3.0, maximum=3.0, rng=lambda: 1.0)
+
+    def slow_restart() -> RestartPolicy:
+        return RestartPolicy(initial=3.0, maximum=3.0, rng=lambda: 1.0)
+
     with captured_logs() as logs:
         async with running_worker(target, max_concurrency=4, health_socket_path=sock) as worker:
             sup = worker.supervisor
@@ -142,7 +200,8 @@ async def test_verify_killed_workers_move_both_signals_and_they_recover(target, 
             assert metric_value(text, "taskq_pool_workers_alive") == 4
             assert metric_value(text, "taskq_pool_workers_configured") == 4
             before = metric_value(text, "taskq_pool_worker_restarts_total")
-            sup.policy = slow_restart
+            for index in sup.policies:
+                sup.policies[index] = slow_restart()
             for task in list(sup.members)[:2]:
                 task.cancel()
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taskq.restart import RestartPolicy
+from taskq.restart import Recovered, RestartPolicy
 
 
 class FakeClock:
@@ -71,7 +71,7 @@ def test_on_success_resets_the_backoff_but_not_the_burst_window() -> None:
     policy = RestartPolicy(clock=clock, rng=always(0.999), burst_limit=3)
     for _ in range(3):
         policy.on_failure()
-    policy.on_success()
+    policy.on_success(Recovered.FINISHED_A_JOB)
     assert policy.consecutive_failures == 0
     decision = policy.on_failure()  # the 4th failure inside the window still latches
     assert decision.attempt == 1
@@ -213,7 +213,7 @@ def test_once_latched_it_stays_latched(
     assert policy.latched
     for gap in later:
         clock.advance(gap * 100)  # long quiet spells and successes change nothing
-        policy.on_success()
+        policy.on_success(Recovered.FINISHED_A_JOB)
         assert policy.on_failure().give_up
 
 
@@ -229,7 +229,7 @@ def test_consecutive_count_follows_quiet_spells_and_successes(
     for index, gap in enumerate(gaps):
         clock.advance(gap)
         if index == success_at:
-            policy.on_success()
+            policy.on_success(Recovered.FINISHED_A_JOB)
             expected = 0
         if last is not None and clock.now - last >= config["stable_after"]:
             expected = 0

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import enum
 import time
-from collections import deque
 from collections.abc import Callable
 
 from .. import metrics
+from ..backoff import RollingWindow
 from ..logs import get_logger
 from .causes import DeathReport
 from .changes import Changes
@@ -61,7 +61,7 @@ class Breaker:
         self.window = window
         self.cooldown = cooldown
         self._clock = clock
-        self._breaks: deque[float] = deque()
+        self._breaks = RollingWindow(window, clock=clock)
         self._opened_at: float | None = None
         self._probe_out = False
 
@@ -81,12 +81,7 @@ class Breaker:
 
     @property
     def recent_breaks(self) -> int:
-        self._forget_old(self._clock())
-        return len(self._breaks)
-
-    def _forget_old(self, now: float) -> None:
-        while self._breaks and now - self._breaks[0] > self.window:
-            self._breaks.popleft()
+        return self._breaks.count()
 
     def admit(self) -> Admission:
         state = self.state
@@ -100,13 +95,12 @@ class Breaker:
     def record_break(self) -> bool:
         """Count one break. True when this break opened (or re-opened) the breaker."""
         now = self._clock()
-        self._breaks.append(now)
-        self._forget_old(now)
+        recent = self._breaks.add()
         if self._opened_at is not None:
             if self._probe_out or now - self._opened_at >= self.cooldown:
                 return self._open(now)  # a break while half-open: the probe failed
             return False  # already open
-        if len(self._breaks) > self.threshold:
+        if recent > self.threshold:
             return self._open(now)
         return False
 

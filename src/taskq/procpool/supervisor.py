@@ -24,6 +24,7 @@ from typing import cast
 
 from .. import metrics
 from ..logs import get_logger
+from ..restart import Recovered
 from . import causes, process
 from .breaker import PoolBreaker
 from .changes import Changes
@@ -137,7 +138,7 @@ class SlotSupervisor:
     def job_survived(self, slot: Slot) -> None:
         """The process finished a job alive: recycle it by count or memory, or offer it."""
         slot.tasks_done += 1
-        slot.policy.on_success()  # the slot did real work: its backoff starts afresh
+        slot.policy.on_success(Recovered.SURVIVED_A_JOB)
         reason = None
         limit, memory = self._config.max_tasks_per_child, self._config.max_memory_per_child_mib
         if limit is not None and slot.tasks_done >= limit:

@@ -8,11 +8,10 @@ attempt; consumers are not crashed and no job is charged.
 
 from __future__ import annotations
 
-import sys
 import time
 
+from ..backoff import Backoff
 from ..logs import get_logger
-from ..restart import RestartPolicy
 
 log = get_logger(__name__)
 
@@ -22,9 +21,7 @@ class StoreBackoff:
 
     def __init__(self, component: str, *, initial: float = 0.05, maximum: float = 2.0) -> None:
         self.component = component
-        self._policy = RestartPolicy(
-            initial=initial, maximum=maximum, burst_limit=sys.maxsize, burst_window=60.0
-        )
+        self._backoff = Backoff(initial=initial, maximum=maximum)  # no limit, no give-up
         self._down_since: float | None = None
         self._failures = 0
 
@@ -42,7 +39,7 @@ class StoreBackoff:
                 component=self.component,
                 error=f"{type(exc).__name__}: {exc}",
             )
-        return self._policy.on_failure().delay
+        return self._backoff.failed()
 
     def succeeded(self) -> None:
         """A call went through: end the outage (logged once) and reset the backoff."""
@@ -55,4 +52,4 @@ class StoreBackoff:
             )
             self._down_since = None
             self._failures = 0
-            self._policy.on_success()
+            self._backoff.reset()

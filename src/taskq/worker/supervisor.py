@@ -3,11 +3,14 @@
 One loop waits on every consumer task (and every pending restart) with
 ``asyncio.wait(FIRST_COMPLETED)``. A consumer that ends while the worker is not shutting
 down died: a ``worker died`` line names its exception at once, the alive gauge dips, and
-a replacement is started after the shared ``RestartPolicy`` backoff (0.1 s doubling to
-10 s, full jitter; reset by the first job a replacement finishes, or a quiet minute),
-counted in ``taskq_pool_worker_restarts_total``. More than 10 deaths in 60 s trips the
-crash-loop guard: no more replacements, a critical line, and ``run`` raises
-``CrashLoop`` so the worker stops claiming, gives its jobs back and exits 3.
+a replacement is started after the backoff of that consumer's own ``RestartPolicy``
+(0.1 s doubling to 10 s, full jitter; reset by the first job a replacement finishes, or
+a quiet minute), counted in ``taskq_pool_worker_restarts_total``. A consumer with more
+than 10 deaths in 60 s gives up: it is not replaced (``consumer-gave-up``; the alive
+gauge stays below the configured size), and its siblings run on -- one bad consumer
+never trips the guard for the rest. When every consumer has given up, the crash-loop
+guard trips: a critical line, and ``run`` raises ``CrashLoop`` so the worker stops
+claiming, gives its jobs back and exits 3.
 
 It is the ``consumers`` part of the worker (``part.Part``). Its shutdown (``stop``) is
 never counted as a crash: idle consumers are cancelled at once, busy ones get ``grace``
@@ -18,12 +21,13 @@ the rest are cancelled; a cancelled consumer gives its job back.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 
 from .. import metrics
 from ..exceptions import CrashLoop
 from ..logs import get_logger
-from ..restart import RestartPolicy
+from ..restart import Recovered, RestartPolicy
 from .consumer import Consumer
 
 log = get_logger(__name__)
@@ -41,15 +45,15 @@ class TaskSupervisor:
         spawn: Callable[[int, Callable[[], None]], Consumer],
         *,
         grace: float = 0.0,
-        policy: RestartPolicy | None = None,
+        policy: Callable[[], RestartPolicy] = RestartPolicy,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.size = size
         self.grace = grace
         self._spawn_consumer = spawn
-        self.policy = policy or RestartPolicy(
-            initial=0.1, factor=2.0, maximum=10.0, burst_limit=10, burst_window=60.0
-        )
+        # one policy per consumer index, kept across its replacements
+        self.policies = {index: policy() for index in range(size)}
+        self.gave_up: set[int] = set()  # indexes whose policy gave up: left down
         self._sleep = sleep
         self.members: dict[asyncio.Task[None], Consumer] = {}
         self._restarts: dict[asyncio.Task[None], int] = {}  # restart timers -> index
@@ -63,7 +67,10 @@ class TaskSupervisor:
         return len(self.members)
 
     def _spawn(self, index: int) -> None:
-        consumer = self._spawn_consumer(index, self.policy.on_success)
+        policy = self.policies[index]
+        consumer = self._spawn_consumer(
+            index, functools.partial(policy.on_success, Recovered.FINISHED_A_JOB)
+        )
         task = asyncio.create_task(consumer.run(), name=f"taskq-consumer-{index}")
         self.members[task] = consumer
         metrics.pool_workers_alive.set(len(self.members))
@@ -85,10 +92,7 @@ class TaskSupervisor:
         """Supervise until ``stop``, then end the consumers; ``CrashLoop`` if it gave up."""
         try:
             if await self._supervise():
-                raise CrashLoop(
-                    f"more than {self.policy.burst_limit} consumer deaths within "
-                    f"{self.policy.burst_window:g} s"
-                )
+                raise CrashLoop(f"all {self.size} consumers kept dying; none is left")
             await self._wind_down()
         finally:
             for timer in self._restarts:
@@ -143,13 +147,27 @@ class TaskSupervisor:
             alive=len(self.members),
             exc_info=exc,
         )
-        decision = self.policy.on_failure()
+        policy = self.policies[consumer.index]
+        decision = policy.on_failure()
         if decision.give_up:
+            self.gave_up.add(consumer.index)
+            log.error(
+                "consumer-gave-up",
+                consumer=consumer.index,
+                restarts_in_window=decision.recent,
+                window_seconds=policy.burst_window,
+                limit=policy.burst_limit,
+                alive=len(self.members),
+                note="not replaced; the worker exits when every consumer has given up",
+            )
+            if len(self.gave_up) < self.size:
+                return False
             log.critical(
                 "crash-loop-guard-tripped",
+                consumers=self.size,
                 restarts_in_window=decision.recent,
-                window_seconds=self.policy.burst_window,
-                limit=self.policy.burst_limit,
+                window_seconds=policy.burst_window,
+                limit=policy.burst_limit,
                 action="stop claiming, give jobs back, exit non-zero",
             )
             self.stopping = True

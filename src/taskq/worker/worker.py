@@ -94,7 +94,7 @@ class Worker:
         *,
         registry: Registry | None = None,
         middleware: Sequence[Middleware] = (),
-        restart_policy: RestartPolicy | None = None,
+        restart_policy: Callable[[], RestartPolicy] = RestartPolicy,
     ) -> None:
         validate(config)
         self._restart_policy = restart_policy

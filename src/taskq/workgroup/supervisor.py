@@ -26,7 +26,7 @@ from .. import metrics
 from ..exceptions import TaskqError
 from ..ids import uuid7
 from ..logs import get_logger
-from ..restart import RestartPolicy
+from ..restart import Recovered, RestartPolicy
 from ..settings import read_dsn_file
 from ..store import Store, create_store
 from . import health
@@ -487,7 +487,7 @@ class Supervisor:
     def _on_healthy(self, child: Child) -> None:
         if not child.healthy_once:
             child.healthy_once = True
-            child.policy.on_success()
+            child.policy.on_success(Recovered.PASSED_A_HEALTH_CHECK)
 
     async def _kill_unhealthy(self, child: Child, exited: asyncio.Task[int], why: str) -> None:
         log.error(
