@@ -136,8 +136,10 @@ async def consumer_fault_once(key: str) -> None:
     record("run", key)
 
 
-class ConsumerFault(Exception):
-    """Raised by FaultMiddleware: a consumer-level fault, not a job failure."""
+class ConsumerFault(BaseException):
+    """Raised by FaultMiddleware: a consumer-level fault, not a job failure. Not an
+    ``Exception``: the middleware chain logs those and carries on, this one goes through
+    and kills the consumer."""
 
 
 class FaultMiddleware(Middleware):

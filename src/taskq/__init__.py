@@ -43,6 +43,7 @@ from .exceptions import (  # noqa: E402
     TaskqError,
 )
 from .jobs import DeadReason, Job, JobId, JobState  # noqa: E402
+from .middleware import Middleware  # noqa: E402
 from .registry import Actor, Registry, RetryBackoff  # noqa: E402
 from .unique import Unique  # noqa: E402
 
@@ -65,6 +66,7 @@ __all__ = [
     "JobId",
     "JobNotFound",
     "JobState",
+    "Middleware",
     "NoCurrentJob",
     "NotJSONSerializable",
     "PayloadError",

@@ -1,5 +1,4 @@
-"""The worker's background parts: heartbeat keeps leases, acker batches, sweeper prunes;
-a middleware fault after the job does not lose or repeat its outcome."""
+"""The worker's background parts: heartbeat keeps leases, acker batches, sweeper prunes."""
 
 from __future__ import annotations
 
@@ -8,12 +7,10 @@ import asyncio
 from taskq import AsyncClient
 from taskq.ids import uuid7
 from taskq.jobs import Outcome, OutcomeKind, WorkerInfo
-from taskq.worker import Middleware
 from taskq.worker.acker import Acker
 from tests import worker_actors as actors
 from tests.helpers import async_wait_until
 from tests.worker_harness import running_worker, wait_for_states
-from tests.worker_logs import captured_logs
 
 
 async def test_heartbeat_keeps_a_long_job_leased_past_many_lease_periods(
@@ -68,32 +65,6 @@ async def test_acker_sends_collected_outcomes_as_one_complete_call(store):
     assert counting.complete_calls == [50]
     jobs = await wait_for_states(store, ids, {"succeeded"})
     assert len(jobs) == 50
-
-
-class _FailsAfterJob(Middleware):
-    def __init__(self) -> None:
-        self.failed: set[object] = set()
-
-    def after_job(self, job, outcome) -> None:
-        if job.id not in self.failed:
-            self.failed.add(job.id)
-            raise RuntimeError("after_job hook broke")
-
-
-async def test_middleware_fault_after_the_job_keeps_its_outcome(target, store, runs_file):
-    with captured_logs() as logs:
-        async with AsyncClient(store=store) as client:
-            job_id = await client.enqueue(actors.remember, "after")
-            async with running_worker(target, middleware=[_FailsAfterJob()]) as worker:
-                (job,) = await wait_for_states(store, [job_id], {"succeeded"})
-                await async_wait_until(lambda: _alive(worker, 4), what="the replacement")
-    assert actors.runs(runs_file) == ["after"]  # acknowledged with its outcome, not re-run
-    assert job.attempts == 1
-    assert "after_job hook broke" in logs.events("worker died")[0]["exception"]
-
-
-async def _alive(worker, n: int) -> bool:
-    return worker.supervisor.alive == n and worker.supervisor.restarts == 1
 
 
 async def test_sweeper_prunes_old_succeeded_jobs_and_silent_worker_rows(target, store):

@@ -19,6 +19,7 @@ DOCUMENTED = {
     "JobContext",
     "JobNotFound",
     "JobState",
+    "Middleware",
     "NoCurrentJob",
     "NotJSONSerializable",
     "PayloadError",

@@ -21,8 +21,8 @@ it (signals, parent watch, exit codes). One idea per module:
 * ``outage``      back off on a dead store, log once per outage
 """
 
+from ..middleware import Middleware
 from .config import WorkerConfig
-from .middleware import Middleware
 from .worker import Worker
 
 __all__ = ["Middleware", "Worker", "WorkerConfig"]

@@ -1,10 +1,10 @@
 """One consumer: take a claimed job, run it, hand the outcome to the acker, repeat.
 
 A worker runs ``max_concurrency`` consumers under the task supervisor. Job failures
-never kill a consumer (they become outcomes); what kills one is a fault of the consumer
-itself, such as a middleware hook raising, or a cancellation. Whatever kills it, the job
-it held is not lost (``finally``): acknowledged if its outcome was known, otherwise
-given back without charging the attempt.
+never kill a consumer (they become outcomes), nor do middleware hooks that raise (they
+are logged); what kills one is a cancellation from outside or a bug in taskq. Whatever
+kills it, the job it held is not lost (``finally``): acknowledged if its outcome was
+known, otherwise given back without charging the attempt.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from uuid import UUID
 from ..jobs import ClaimedJob, Outcome
 from .acker import Acker
 from .buffer import JobBuffer
-from .middleware import Middleware
+from .middleware import MiddlewareChain
 from .runners import Executor
 
 
@@ -37,7 +37,7 @@ class Consumer:
         executor: Executor,
         acker: Acker,
         running: dict[UUID, RunningJob],
-        middleware: list[Middleware],
+        middleware: MiddlewareChain,
         stopping: Callable[[], bool],
         on_success: Callable[[], None] | None,
     ) -> None:
@@ -71,14 +71,14 @@ class Consumer:
                 job = await get()
                 self.held, self._outcome, self._ran = job, None, False
                 running[job.id] = RunningJob(job, self.index, time.monotonic())
-                for hook in middleware:
-                    hook.before_job(job)
+                if middleware:
+                    middleware.before_job(job)
                 started = perf_counter()
                 outcome = await execute(job)
                 duration = perf_counter() - started
                 self._outcome, self._ran = outcome, True
-                for hook in reversed(middleware):
-                    hook.after_job(job, outcome)
+                if middleware:
+                    middleware.after_job(job, outcome)
                 if outcome is None:
                     acker.give_back([job])
                 else:

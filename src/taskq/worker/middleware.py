@@ -1,34 +1,33 @@
-"""Worker middleware: the extension seam around every job a consumer runs.
-
-Subclass ``Middleware`` and override the hooks you need (the base ones do nothing)::
-
-    class Timing(Middleware):
-        def before_job(self, job): ...
-        def after_job(self, job, outcome): ...   # outcome is None when given back
+"""Running worker middleware (``taskq.Middleware``, taskq/middleware.py) around every job.
 
 Hooks run on the event loop inside the consumer, in list order before the job and in
-reverse order after it. A hook that raises is a fault of the *consumer*, not of the job:
-the consumer dies (logged as ``worker died``), the task supervisor replaces it, and the
-job it held is not lost: given back uncharged if it had not run, acknowledged with its
-outcome if it had. ``taskq worker`` loads middleware from ``TASKQ_WORKER_MIDDLEWARE``
+reverse order after it (``MiddlewareChain``). A hook that raises is the hook's fault,
+neither the job's nor the consumer's: it is logged (``middleware-hook-failed``, once per
+hook, method and exception type, then at most once a minute with the count of the ones
+not logged), the other hooks still run, the job runs and is acknowledged as usual, and
+the consumer carries on: a flaky metrics plugin never stops jobs or trips the
+crash-loop guard. ``taskq worker`` loads middleware from ``TASKQ_WORKER_MIDDLEWARE``
 (comma-separated ``MODULE:ATTR`` references, each a ``Middleware`` instance or class).
+A hook that raises a ``BaseException`` that is not an ``Exception`` (``SystemExit``,
+``KeyboardInterrupt``) is not caught: it ends the consumer, which is replaced as any
+dead consumer is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from ..exceptions import ConfigError
 from ..jobs import ClaimedJob, Outcome
+from ..logs import get_logger
+from ..middleware import Middleware
 from ..registry import resolve_reference
 
+log = get_logger(__name__)
 
-class Middleware:
-    def before_job(self, job: ClaimedJob) -> None:
-        """Called before the job runs."""
-
-    def after_job(self, job: ClaimedJob, outcome: Outcome | None) -> None:
-        """Called after the job ran, before its outcome is acknowledged."""
+REPORT_EVERY = 60.0  # seconds between two lines about the same failing hook
 
 
 def load_middleware(references: Sequence[str]) -> list[Middleware]:
@@ -44,3 +43,69 @@ def load_middleware(references: Sequence[str]) -> list[Middleware]:
             )
         loaded.append(obj)
     return loaded
+
+
+@dataclass(slots=True)
+class _Failing:
+    last_logged: float
+    not_logged: int = 0
+
+
+class MiddlewareChain:
+    """A worker's middleware, called so that a hook that raises stops nothing."""
+
+    def __init__(
+        self,
+        middleware: Sequence[Middleware],
+        *,
+        report_every: float = REPORT_EVERY,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._middleware = list(middleware)
+        self._reversed = self._middleware[::-1]
+        self._report_every = report_every
+        self._clock = clock
+        self._failing: dict[tuple[str, str, str], _Failing] = {}
+        self.failures = 0
+
+    def __bool__(self) -> bool:
+        return bool(self._middleware)
+
+    def before_job(self, job: ClaimedJob) -> None:
+        for hook in self._middleware:
+            try:
+                hook.before_job(job)
+            except Exception as exc:
+                self._failed(hook, "before_job", job, exc)
+
+    def after_job(self, job: ClaimedJob, outcome: Outcome | None) -> None:
+        for hook in self._reversed:
+            try:
+                hook.after_job(job, outcome)
+            except Exception as exc:
+                self._failed(hook, "after_job", job, exc)
+
+    def _failed(self, hook: Middleware, method: str, job: ClaimedJob, exc: Exception) -> None:
+        """Log it once per (hook, method, exception type), then at most every minute."""
+        self.failures += 1
+        name = f"{type(hook).__module__}.{type(hook).__qualname__}"
+        key = (name, method, type(exc).__name__)
+        now = self._clock()
+        seen = self._failing.get(key)
+        if seen is not None and now - seen.last_logged < self._report_every:
+            seen.not_logged += 1
+            return
+        not_logged = 0 if seen is None else seen.not_logged
+        self._failing[key] = _Failing(last_logged=now)
+        log.error(
+            "middleware-hook-failed",
+            hook=name,
+            method=method,
+            exception=f"{type(exc).__name__}: {exc}",
+            job=str(job.id),
+            actor=job.actor,
+            not_logged_since_last=not_logged,
+            note="the job runs on; the next failures of this kind are logged at most "
+            f"every {self._report_every:g} s",
+            exc_info=exc if seen is None else None,
+        )

@@ -43,6 +43,7 @@ from ..exceptions import ActorConfigDrift, ConfigError, CrashLoop, TaskqError
 from ..ids import uuid7
 from ..jobs import WorkerInfo
 from ..logs import get_logger
+from ..middleware import Middleware
 from ..registry import Registry, load_registry
 from ..restart import RestartPolicy
 from ..settings import dsn_kind, read_dsn_file, redact
@@ -57,7 +58,7 @@ from .fetcher import Fetcher
 from .health import HealthServer
 from .heartbeat import Heartbeat
 from .lag import LagMonitor
-from .middleware import Middleware, load_middleware
+from .middleware import MiddlewareChain, load_middleware
 from .part import Ended, Part, Parts
 from .runners import Executor
 from .supervisor import TaskSupervisor
@@ -262,6 +263,7 @@ class Worker:
         threads = ThreadRunner()
         cpu = CpuRunner(config, needed=any(actor.cpu_bound for actor in registry))
         executor = Executor(registry, threads, cpu, config.result_max_bytes)
+        chain = MiddlewareChain(middleware)
         buffer = JobBuffer(config.max_concurrency, config.prefetch)
         acker = self.acker = Acker(store, self.id)
         heartbeat = self.heartbeat = Heartbeat(
@@ -275,7 +277,7 @@ class Worker:
                 executor=executor,
                 acker=acker,
                 running=self.running,
-                middleware=middleware,
+                middleware=chain,
                 stopping=lambda: supervisor.stopping,
                 on_success=on_success,
             )

@@ -1,0 +1,113 @@
+"""A middleware hook that raises never stops a job or a consumer: it is logged (once per
+hook, method and exception type, rate-limited) and everything carries on."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from taskq import AsyncClient, Middleware
+from taskq.ids import uuid7
+from taskq.jobs import ClaimedJob
+from taskq.worker.middleware import MiddlewareChain
+from tests import worker_actors as actors
+from tests.worker_harness import running_worker, wait_for_states
+from tests.worker_logs import captured_logs
+
+
+class Broken(Middleware):
+    """Both hooks raise on every job."""
+
+    def before_job(self, job) -> None:
+        raise RuntimeError("metrics backend unreachable")
+
+    def after_job(self, job, outcome) -> None:
+        raise KeyError("no such label")
+
+
+class Counting(Middleware):
+    """Listed around ``Broken``: its hooks must still run."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+
+    def before_job(self, job) -> None:
+        self.calls["before"] += 1
+
+    def after_job(self, job, outcome) -> None:
+        self.calls["after"] += 1
+
+
+async def test_a_raising_hook_is_logged_and_the_jobs_and_consumers_carry_on(
+    target, store, runs_file
+):
+    first, last = Counting(), Counting()
+    keys = [f"m{i}" for i in range(6)]
+    with captured_logs() as logs:
+        async with AsyncClient(store=store) as client:
+            ids = await client.enqueue_many(actors.remember, [((k,), {}) for k in keys])
+            async with running_worker(
+                target, middleware=[first, Broken(), last], max_concurrency=2
+            ) as worker:
+                jobs = await wait_for_states(store, ids, {"succeeded"})
+                sup = worker.supervisor
+                assert sup is not None
+                assert sup.restarts == 0 and sup.alive == 2
+    assert worker.exit_code == 0  # the worker did not exit on its own: stopped by the test
+    assert all(j.attempts == 1 for j in jobs)
+    assert sorted(actors.runs(runs_file)) == sorted(keys)  # each ran once
+    assert first.calls == last.calls == {"before": 6, "after": 6}
+    assert logs.events("worker died") == []
+    failed = logs.events("middleware-hook-failed")
+    # once per hook, method and exception type within the minute, not once per job
+    assert sorted((e["method"], e["exception"].split(":")[0]) for e in failed) == [
+        ("after_job", "KeyError"),
+        ("before_job", "RuntimeError"),
+    ]
+    assert all(e["level"] == "error" and e["hook"].endswith(".Broken") for e in failed)
+
+
+def _job() -> ClaimedJob:
+    return ClaimedJob(
+        id=uuid7(),
+        actor="remember",
+        queue="default",
+        args_json="[]",
+        kwargs_json="{}",
+        attempt=1,
+        max_attempts=3,
+        crash_count=0,
+        max_crashes=2,
+        idempotent=True,
+    )
+
+
+def test_the_same_failure_is_logged_again_at_most_once_per_interval_with_a_count():
+    now = [0.0]
+
+    class Flaky(Middleware):
+        def __init__(self) -> None:
+            self.error: type[Exception] = ValueError
+
+        def before_job(self, job) -> None:
+            raise self.error("flaky")
+
+    flaky = Flaky()
+    chain = MiddlewareChain([flaky], report_every=60.0, clock=lambda: now[0])
+    with captured_logs() as logs:
+        for _ in range(3):
+            chain.before_job(_job())
+        now[0] = 59.0
+        chain.before_job(_job())
+        assert len(logs.events("middleware-hook-failed")) == 1
+        now[0] = 60.0
+        chain.before_job(_job())
+        flaky.error = TypeError  # another kind of error: its own first line
+        chain.before_job(_job())
+    lines = logs.events("middleware-hook-failed")
+    assert [e["not_logged_since_last"] for e in lines] == [0, 3, 0]
+    assert [e["exception"] for e in lines] == [
+        "ValueError: flaky",
+        "ValueError: flaky",
+        "TypeError: flaky",
+    ]
+    assert chain.failures == 6
