@@ -409,6 +409,11 @@ def build_parser() -> argparse.ArgumentParser:
     workers = sub.add_parser("workers", help="list registered worker processes")
     workers.add_argument("--json", action="store_true", help="a JSON array of worker rows")
 
+    schedules = sub.add_parser(
+        "schedules", help="list periodic schedules (as workers recorded them) and next runs"
+    )
+    schedules.add_argument("--json", action="store_true")
+
     sub.add_parser("demo", help="a self-contained tour on SQLite")
     return parser
 
@@ -648,6 +653,30 @@ def cmd_workers(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_schedules(ns: argparse.Namespace) -> int:
+    from .periodic import listing
+
+    async def go(client: AsyncClient) -> list[dict[str, Any]]:
+        infos = await client.store.list_schedules()
+        now = await client.store.now()
+        return [listing(info, now) for info in infos]
+
+    rows = _with_client(ns, go)
+    if ns.json:
+        _print_json(rows)
+        return EXIT_OK
+    if not rows:
+        print("no schedules recorded (a worker records its registry's schedules when it starts)")
+        return EXIT_OK
+    print(f"{'name':<24} {'cron':<18} {'timezone':<16} {'next_run':<26} {'last_tick':<26} missed")
+    for r in rows:
+        print(
+            f"{r['name'][:24]:<24} {r['cron'][:18]:<18} {r['timezone'][:16]:<16} "
+            f"{r['next_run'] or '-':<26} {r['last_tick'] or '-':<26} {r['missed']}"
+        )
+    return EXIT_OK
+
+
 def cmd_demo(ns: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -662,6 +691,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "jobs": cmd_jobs,
     "queues": cmd_queues,
     "workers": cmd_workers,
+    "schedules": cmd_schedules,
     "demo": cmd_demo,
 }
 

@@ -311,3 +311,24 @@ class QueueInfo:
             "concurrency_limit": self.limits.concurrency,
             "rate_limit": str(self.limits.rate) if self.limits.rate else None,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleInfo:
+    """A periodic schedule as workers recorded it (``taskq schedules``)."""
+
+    name: str
+    actor: str
+    cron: str
+    timezone: str
+    missed: str
+    first_seen_at: datetime  # no tick before this is owed
+    seen_at: datetime  # the last time a starting worker recorded it
+    last_tick: datetime | None  # the latest tick enqueued or skipped
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            out[name] = value.isoformat() if isinstance(value, datetime) else value
+        return out

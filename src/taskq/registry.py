@@ -11,12 +11,13 @@ import importlib
 import inspect
 import re
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from .exceptions import ActorImportError, ActorNotFound, ConfigError, DuplicateActor
 from .jobs import ActorConfig
+from .periodic import Missed, Schedule, as_missed, check_cron
 from .unique import Unique, as_unique
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,199}$")
@@ -116,6 +117,7 @@ class Registry:
 
     def __init__(self, *, initializer: Callable[[], Any] | None = None) -> None:
         self._actors: dict[str, AnyActor] = {}
+        self._schedules: dict[str, Schedule] = {}
         self.initializer = initializer  # for every cpu_bound actor's pool processes
 
     @overload
@@ -162,6 +164,11 @@ class Registry:
         """Register a function as an actor: ``@registry.actor`` or ``@registry.actor(...)``."""
 
         def register(func: Callable[P, R]) -> Actor[P, R]:
+            if isinstance(func, Actor):
+                raise ConfigError(
+                    f"{func.name!r} is already an actor: put @registry.periodic above "
+                    "@registry.actor, not below it"
+                )
             actor_name = name or func.__name__
             _check_options(actor_name, queue, max_attempts, timeout, max_crashes)
             if not isinstance(max_snoozes, int) or isinstance(max_snoozes, bool) or max_snoozes < 0:
@@ -193,6 +200,57 @@ class Registry:
         if fn is not None:
             return register(fn)
         return register
+
+    def periodic(
+        self,
+        cron: str,
+        *,
+        timezone: str = "UTC",
+        name: str | None = None,
+        args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        missed: Missed | str = Missed.SKIP,
+    ) -> Callable[[Callable[P, R]], Actor[P, R]]:
+        """Run an actor on a cron schedule: above ``@registry.actor(...)``, or alone
+        (the function becomes an actor with the default options).
+
+        ``cron``: 5 fields (or 6, seconds first) evaluated in ``timezone`` (an IANA
+        name). ``name``: the schedule's name, unique per registry (default: the actor's;
+        give one to schedule an actor twice). ``args``/``kwargs``: every tick's job's
+        arguments. ``missed``: ticks missed while no worker ran are ``"skip"``-ped
+        (default) or collapsed into one run (``"run_once"``). See ``taskq.periodic``."""
+        check_cron(cron, timezone, f"@registry.periodic({cron!r})")
+
+        def attach(target: Callable[P, R]) -> Actor[P, R]:
+            actor = target if isinstance(target, Actor) else self.actor(target)
+            if self._actors.get(actor.name) is not actor:
+                raise ConfigError(
+                    f"actor {actor.name!r} belongs to another registry; "
+                    "schedule it with that registry's periodic"
+                )
+            schedule_name = name or actor.name
+            if schedule_name in self._schedules:
+                raise ConfigError(
+                    f"a schedule named {schedule_name!r} already exists: "
+                    "give the second one a name= of its own"
+                )
+            self._schedules[schedule_name] = Schedule(
+                name=schedule_name,
+                actor=actor.name,
+                cron=cron,
+                timezone=timezone,
+                missed=as_missed(missed, f"schedule {schedule_name!r}"),
+                args=args,
+                kwargs=kwargs or {},
+            )
+            return actor
+
+        return attach
+
+    @property
+    def schedules(self) -> list[Schedule]:
+        """The periodic schedules, in the order they were declared."""
+        return list(self._schedules.values())
 
     def get(self, name: str) -> AnyActor:
         try:

@@ -17,7 +17,7 @@ cause is written to ``last_error``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
@@ -32,6 +32,7 @@ from ..jobs import (
     Outcome,
     QueueInfo,
     RescuedJob,
+    ScheduleInfo,
     WorkerInfo,
 )
 
@@ -102,6 +103,18 @@ class Store(Protocol):
         """Make the queued jobs with the earliest future ``run_at`` on ``queues`` due now
         (``taskq.testing.drain`` jumping to the next scheduled moment). Returns their ids
         ([] when no job on those queues waits for a later time)."""
+
+    # -- periodic schedules ------------------------------------------------------------
+    async def record_schedules(self, schedules: Sequence[Mapping[str, str]], now: datetime) -> None:
+        """Upsert schedule definitions (``name``, ``actor``, ``cron``, ``timezone``,
+        ``missed``) seen at ``now`` (the scheduler's clock), keeping ``first_seen_at``
+        (``now`` for a new one) and ``last_tick``."""
+
+    async def list_schedules(self) -> list[ScheduleInfo]:
+        """Every recorded schedule, by name."""
+
+    async def mark_schedule_tick(self, name: str, tick: datetime) -> None:
+        """The schedule's ticks up to ``tick`` are done; ``last_tick`` never goes back."""
 
     async def actor_configs(self) -> dict[str, ActorConfig]:
         """Actor configuration recorded by workers (enqueue by name uses it)."""

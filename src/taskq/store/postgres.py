@@ -17,7 +17,7 @@ import asyncio
 import json
 import select
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any, cast, overload
@@ -41,6 +41,7 @@ from ..jobs import (
     Outcome,
     QueueInfo,
     RescuedJob,
+    ScheduleInfo,
     WorkerInfo,
 )
 from ..logs import get_logger
@@ -380,6 +381,30 @@ class PostgresStore(PostgresInsight):
             return []
         rows = await self._fetchall("advance_next_scheduled", {"queues": list(queues)})
         return [r["id"] for r in rows]
+
+    # -- periodic schedules ----------------------------------------------------------
+    async def record_schedules(self, schedules: Sequence[Mapping[str, str]], now: datetime) -> None:
+        if not schedules:
+            return
+        async with self._connection() as conn:
+            await conn.execute(
+                Q["record_schedules"],
+                {
+                    "now": now,
+                    "names": [s["name"] for s in schedules],
+                    "actors": [s["actor"] for s in schedules],
+                    "crons": [s["cron"] for s in schedules],
+                    "timezones": [s["timezone"] for s in schedules],
+                    "missed": [s["missed"] for s in schedules],
+                },
+            )
+
+    async def list_schedules(self) -> list[ScheduleInfo]:
+        return [CODEC.schedule(r) for r in await self._fetchall("list_schedules")]
+
+    async def mark_schedule_tick(self, name: str, tick: datetime) -> None:
+        async with self._connection() as conn:
+            await conn.execute(Q["mark_schedule_tick"], {"name": name, "tick": tick})
 
     async def actor_configs(self) -> dict[str, ActorConfig]:
         rows = await self._fetchall("actor_configs")

@@ -688,3 +688,24 @@ DELETE FROM workgroups WHERE instance = %(instance)s RETURNING instance;
 -- description: Workgroups heard from since a time, newest first.
 SELECT instance, hostname, pid, children::text AS children, updated_at FROM workgroups
 WHERE updated_at >= %(since)s ORDER BY updated_at DESC;
+
+-- name: record_schedules
+-- description: Upsert the schedules a worker runs; first_seen_at and last_tick are kept.
+INSERT INTO schedules AS s (name, actor, cron, timezone, missed, first_seen_at, seen_at)
+SELECT v.name, v.actor, v.cron, v.timezone, v.missed, %(now)s, %(now)s
+FROM unnest(%(names)s::text[], %(actors)s::text[], %(crons)s::text[],
+            %(timezones)s::text[], %(missed)s::text[])
+     AS v(name, actor, cron, timezone, missed)
+ON CONFLICT (name) DO UPDATE
+SET actor = excluded.actor, cron = excluded.cron, timezone = excluded.timezone,
+    missed = excluded.missed, seen_at = excluded.seen_at;
+
+-- name: list_schedules
+-- description: Every recorded schedule, by name.
+SELECT name, actor, cron, timezone, missed, first_seen_at, seen_at, last_tick
+FROM schedules ORDER BY name;
+
+-- name: mark_schedule_tick
+-- description: A schedule's ticks up to this one are done (enqueued or skipped); never back.
+UPDATE schedules SET last_tick = %(tick)s
+WHERE name = %(name)s AND (last_tick IS NULL OR last_tick < %(tick)s);

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from ..jobs import ActorConfig, ClaimedJob, Job, RescuedJob, WorkerInfo
+from ..jobs import ActorConfig, ClaimedJob, Job, RescuedJob, ScheduleInfo, WorkerInfo
 
 Row = Mapping[str, Any]
 
@@ -110,6 +110,18 @@ class Codec:
             workgroup_instance=self.maybe_uuid(r["workgroup_instance"]),
             started_at=self.maybe_time(r["started_at"]),
             last_seen_at=self.maybe_time(r["last_seen_at"]),
+        )
+
+    def schedule(self, r: Row) -> ScheduleInfo:
+        return ScheduleInfo(
+            name=r["name"],
+            actor=r["actor"],
+            cron=r["cron"],
+            timezone=r["timezone"],
+            missed=r["missed"],
+            first_seen_at=self.time(r["first_seen_at"]),
+            seen_at=self.time(r["seen_at"]),
+            last_tick=self.maybe_time(r["last_tick"]),
         )
 
     @staticmethod

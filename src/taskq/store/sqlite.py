@@ -20,7 +20,7 @@ import json
 import random
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +39,7 @@ from ..jobs import (
     OutcomeKind,
     QueueInfo,
     RescuedJob,
+    ScheduleInfo,
     WorkerInfo,
 )
 from ..logs import get_logger
@@ -379,6 +380,21 @@ class SqliteStore(SqliteInsight):
     def _actor_configs(self) -> dict[str, ActorConfig]:
         rows = self._db.execute(Q["actor_configs"])
         return {r["name"]: CODEC.actor_config(r) for r in rows}
+
+    # -- periodic schedules ----------------------------------------------------------
+    async def record_schedules(self, schedules: Sequence[Mapping[str, str]], now: datetime) -> None:
+        if not schedules:
+            return
+        rows = [{**s, "now": now.timestamp()} for s in schedules]
+        await self._run(self._write, lambda: self._db.executemany(Q["record_schedule"], rows))
+
+    async def list_schedules(self) -> list[ScheduleInfo]:
+        rows = await self._run(lambda: self._db.execute(Q["list_schedules"]).fetchall())
+        return [CODEC.schedule(r) for r in rows]
+
+    async def mark_schedule_tick(self, name: str, tick: datetime) -> None:
+        params = {"name": name, "tick": _ts(tick)}
+        await self._run(self._write, lambda: self._db.execute(Q["mark_schedule_tick"], params))
 
     async def actor_configs(self) -> dict[str, ActorConfig]:
         return await self._run(self._actor_configs)

@@ -519,3 +519,21 @@ DELETE FROM workgroups WHERE instance = :instance RETURNING instance;
 -- description: Workgroups heard from since a time, newest first.
 SELECT instance, hostname, pid, children, updated_at FROM workgroups
 WHERE updated_at >= :since ORDER BY updated_at DESC;
+
+-- name: record_schedule
+-- description: Upsert one schedule a worker runs; first_seen_at and last_tick are kept.
+INSERT INTO schedules (name, actor, cron, timezone, missed, first_seen_at, seen_at)
+VALUES (:name, :actor, :cron, :timezone, :missed, :now, :now)
+ON CONFLICT (name) DO UPDATE
+SET actor = excluded.actor, cron = excluded.cron, timezone = excluded.timezone,
+    missed = excluded.missed, seen_at = excluded.seen_at;
+
+-- name: list_schedules
+-- description: Every recorded schedule, by name.
+SELECT name, actor, cron, timezone, missed, first_seen_at, seen_at, last_tick
+FROM schedules ORDER BY name;
+
+-- name: mark_schedule_tick
+-- description: A schedule's ticks up to this one are done (enqueued or skipped); never back.
+UPDATE schedules SET last_tick = :tick
+WHERE name = :name AND (last_tick IS NULL OR last_tick < :tick);

@@ -8,6 +8,7 @@ start the parts (``part.Part``: ``start``, ``run``, idempotent ``stop``) in this
     heartbeat  registers the row; beats; removes the row when stopped
     acker      batched outcomes and give-backs; flushes when stopped
     sweeper    expired leases, pruning
+    scheduler  enqueues the ticks of periodic schedules (only when the registry has some)
     lag-monitor
     threads    sync actors
     cpu-pool   cpu_bound actors (a process pool only when the registry has some)
@@ -61,6 +62,7 @@ from .lag import LagMonitor
 from .middleware import MiddlewareChain, load_middleware
 from .part import Ended, Part, Parts
 from .runners import Executor
+from .scheduler import Scheduler
 from .supervisor import TaskSupervisor
 from .sweeper import Sweeper
 from .threads import ThreadRunner
@@ -318,6 +320,7 @@ class Worker:
                 worker_id=self.id,
                 quiet_after_outage=config.lease,
             ),
+            *([Scheduler(store, registry)] if registry.schedules else []),
             LagMonitor(self._running_actors),
             threads,
             cpu,

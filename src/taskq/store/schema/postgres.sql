@@ -102,6 +102,18 @@ CREATE TABLE queues (
     CONSTRAINT queues_pkey PRIMARY KEY (name)
 );
 
+CREATE TABLE schedules (
+    name text NOT NULL,
+    actor text NOT NULL,
+    cron text NOT NULL,
+    timezone text NOT NULL,
+    missed text NOT NULL,
+    first_seen_at timestamp with time zone NOT NULL,
+    seen_at timestamp with time zone NOT NULL,
+    last_tick timestamp with time zone,
+    CONSTRAINT schedules_pkey PRIMARY KEY (name)
+);
+
 CREATE TABLE schema_migrations (
     version text NOT NULL,
     applied_at timestamp with time zone NOT NULL DEFAULT now(),

@@ -82,6 +82,17 @@ CREATE TABLE queues (
     updated_at REAL    NOT NULL
 );
 
+CREATE TABLE schedules (
+    name          TEXT PRIMARY KEY,
+    actor         TEXT NOT NULL,
+    cron          TEXT NOT NULL,
+    timezone      TEXT NOT NULL,
+    missed        TEXT NOT NULL,
+    first_seen_at REAL NOT NULL,
+    seen_at       REAL NOT NULL,
+    last_tick     REAL
+);
+
 CREATE TABLE schema_migrations (
     version    TEXT PRIMARY KEY,
     applied_at REAL NOT NULL
