@@ -27,6 +27,7 @@ The tree::
         +-- BreakerOpen
         +-- ProcessDied              the process running a job died (carries the cause)
         +-- JobTimedOut
+        +-- JobCancelled             ProcessPool.cancel killed the job's process on purpose
         +-- JobFailed                the job raised in its pool process (carries the remote error)
         +-- PayloadUndecodable       the pool process could not decode the job's JSON payload
         +-- ResultDropped            the job ran, but its result cannot be stored (carries why)
@@ -154,6 +155,13 @@ class ProcessDied(PoolError):
 
 class JobTimedOut(PoolError):
     """the job ran past its timeout."""
+
+
+class JobCancelled(PoolError):
+    """the job was cancelled while it ran: its process was killed on purpose.
+
+    Not a crash, not a failure, not a break of the pool: the job did not end by itself.
+    """
 
 
 class JobFailed(PoolError):

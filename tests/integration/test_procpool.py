@@ -22,13 +22,14 @@ import pytest
 from taskq.exceptions import (
     ActorNotFound,
     ConfigError,
+    JobCancelled,
     JobTimedOut,
     PayloadTooLarge,
     PoolClosed,
     ProcessDied,
     ResultDropped,
 )
-from taskq.procpool import JobFailed, PayloadUndecodable, ProcessPool, causes
+from taskq.procpool import BreakerState, JobFailed, PayloadUndecodable, ProcessPool, causes
 from tests.helpers import wait_until
 from tests.integration import procpool_actors
 from tests.integration.procpool_support import (
@@ -426,6 +427,63 @@ async def test_a_cancelled_job_takes_its_process_down_and_the_pool_replaces_it(
         assert all_breaks() == breaks_before
     finally:
         await pool.close()
+
+
+async def test_cancel_kills_that_jobs_process_only_and_is_no_break(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The hook job cancellation builds on: the job's process gets SIGTERM, the grace,
+    SIGKILL (this job ignores SIGTERM) and is reaped before ``cancel`` returns; its
+    ``run`` raises JobCancelled; a bystander runs on; nothing counts as a break (with a
+    threshold of 0, one break would open the breaker); the slot restarts with no backoff."""
+    capture_taskq_logs(caplog)
+    pool = make_pool(tmp_path, size=2, breaker_threshold=0, kill_grace=0.3)
+    await pool.start()
+    breaks_before = all_breaks()
+    try:
+        release = tmp_path / "release"
+        bystander = asyncio.create_task(
+            pool.run("hold", json.dumps([str(release)]), "{}", job_id="bystander")
+        )
+        bystander_pid = await running_pid(pool, "bystander")
+        pid_file = tmp_path / "stubborn.pid"
+        victim = asyncio.create_task(
+            pool.run("stubborn", json.dumps([str(pid_file)]), "{}", job_id="victim")
+        )
+        await until(pid_file.exists, what="the victim to ignore SIGTERM")
+        victim_pid = pool.running_jobs["victim"]
+        assert victim_pid == int(pid_file.read_text())
+        generation = pool.generation
+
+        assert await pool.cancel("victim") is True
+        assert gone(victim_pid)  # killed and reaped before cancel returned
+        with pytest.raises(JobCancelled, match="stubborn was cancelled"):
+            await victim
+        assert await pool.cancel("victim") is False  # no longer running
+        assert await pool.cancel("never-ran") is False
+
+        # the bystander on the other process was running all along and is unharmed
+        assert not bystander.done()
+        assert pool.running_jobs == {"bystander": bystander_pid}
+        release.touch()
+        assert await bystander == str(bystander_pid)
+
+        # no break, the breaker unmoved, no crash report, no backoff before the restart
+        assert all_breaks() == breaks_before
+        assert pool.breaker_state is BreakerState.CLOSED and not pool.breaker_open
+        assert events(caplog, "process_pool_broken") == []
+        assert events(caplog, "process_pool_restart_scheduled") == []
+        [cancelled] = events(caplog, "process_pool_job_cancelled")
+        assert cancelled["job_id"] == "victim" and cancelled["pid"] == victim_pid
+        await until(
+            lambda: pool.processes_ready == 2 and pool.generation == generation + 1,
+            what="the cancelled job's slot to be replaced",
+        )
+        assert victim_pid not in pool.pids
+        assert await pool.run("add", "[2, 3]", "{}") == "5"
+    finally:
+        await pool.close()
+    assert_no_process_left([victim_pid])
 
 
 async def test_close_is_idempotent_stops_running_jobs_and_leaves_no_process(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from taskq.exceptions import BreakerOpen, ProcessDied
+from taskq.exceptions import BreakerOpen, JobCancelled, ProcessDied
 from taskq.procpool import BreakerState, ProcessPool
 from taskq.procpool.breaker import Admission, Breaker
 from tests.integration import procpool_actors
@@ -219,6 +219,34 @@ async def test_a_failing_initializer_trips_the_breaker_instead_of_spinning(
         (tmp_path / "init-always-raise").unlink()
         clock.advance(COOLDOWN)
         assert await pool.run("add", "[1, 2]", "{}") == "3"
+        assert pool.breaker_state is BreakerState.CLOSED
+    finally:
+        await pool.close()
+    assert_no_process_left()
+
+
+async def test_a_cancelled_probe_leaves_the_breaker_half_open_for_the_next_probe(
+    tmp_path: Path,
+) -> None:
+    """A cancel is no verdict on the pool: the probe is abandoned, not failed."""
+    clock = FakeClock()
+    pool = breaker_pool(tmp_path, clock)
+    await pool.start()
+    try:
+        for _ in range(THRESHOLD + 1):
+            await crash(pool)
+        assert pool.breaker_state is BreakerState.OPEN
+        clock.advance(COOLDOWN)
+        probe = asyncio.create_task(
+            pool.run("hold", json.dumps([str(tmp_path / "never")]), "{}", job_id="probe")
+        )
+        await running_pid(pool, "probe")
+        assert pool.breaker_open  # the probe is out
+        assert await pool.cancel("probe") is True
+        with pytest.raises(JobCancelled):
+            await probe
+        assert pool.breaker_state is BreakerState.HALF_OPEN and not pool.breaker_open
+        assert await pool.run("add", "[1, 2]", "{}") == "3"  # the next probe closes it
         assert pool.breaker_state is BreakerState.CLOSED
     finally:
         await pool.close()

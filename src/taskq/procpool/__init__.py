@@ -15,6 +15,9 @@ The interface the worker uses::
                                       timeout=None, job_id=job.id, attempt=job.attempt)
     pool.breaker_open         # True while cpu jobs should stay queued
     pool.paused_actors        # cpu actor names to exclude from claims while it is open
+    await pool.cancel(job_id)     # kill the process running that job (TERM, kill_grace,
+                                  # KILL, reaped); its run raises JobCancelled; False if
+                                  # no process runs it
     await pool.close(grace=5.0)   # idempotent; leaves no process behind
 
 Keyword-only extras (defaults are fine in production): ``max_result_bytes`` (default: the
@@ -40,6 +43,8 @@ What ``run`` raises, and what the worker does with it:
 ``ProcessDied``                the process running THIS job died (signal, exit code,
                                ``sys.exit``, OOM kill; ``cause``, ``exit_code``,
                                ``exit_signal``, ``pid``): a crash, crash rules
+``JobCancelled``               ``cancel(job_id)`` killed its process on purpose: no break,
+                               no crash, not charged; the worker records it cancelled
 ``BreakerOpen``                not run: give the job back uncharged
 ``PayloadTooLarge``            over ``max_payload_bytes``; nothing was sent: dead, no retry
 ``PayloadUndecodable``         the child could not decode the JSON: dead, never a crash

@@ -3,7 +3,10 @@
 ``Dispatcher.run`` checks the payload, asks the breaker, leases an idle slot from the
 slot supervisor, sends the job and turns the verdict into a result or one of the errors
 listed in the package docstring. A process that dies before it acknowledged the job
-(``Started``) does not charge it: the job goes to another slot, once.
+(``Started``) does not charge it: the job goes to another slot, once. ``cancel`` kills
+the process running a job on purpose (TERM, ``kill_grace``, KILL, reaped): that job
+raises ``JobCancelled``, which is no break (no metric, the breaker does not count it)
+and no failure of the slot (replaced at once, no backoff).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import NoReturn
 from ..context import JobContext, peek
 from ..exceptions import (
     BreakerOpen,
+    JobCancelled,
     JobFailed,
     JobTimedOut,
     PayloadTooLarge,
@@ -67,6 +71,7 @@ class Job:
     oom_counter: causes.OomCounter | None = None
     oom_before: int | None = None
     context: JobContext | None = None  # taskq.current_job() of the caller, if any
+    cancelled: bool = False  # cancel() killed its process on purpose
 
     def payload_bytes(self) -> int:
         return len(self.args_json.encode()) + len(self.kwargs_json.encode())
@@ -100,6 +105,8 @@ class Dispatcher:
             for try_number in (1, 2):
                 slot = await self._acquire(probe)
                 exchanged = await self._exchange(slot, job)
+                if job.cancelled:
+                    await self._cancelled(job)
                 if (
                     isinstance(exchanged.verdict, Died)
                     and exchanged.started is None
@@ -114,6 +121,21 @@ class Dispatcher:
         finally:
             if probe and not settled:
                 self._breaker.probe_abandoned()
+
+    async def cancel(self, job_id: str) -> bool:
+        """Kill the process running ``job_id`` (TERM, ``kill_grace``, KILL) and reap it.
+
+        False when no process is running that job (not dispatched yet, or finished). Once
+        this returned True, the job's ``run`` raises ``JobCancelled``, even if its result
+        arrived while the process was being killed."""
+        job = self.running.get(job_id)
+        if job is None or job.slot is None or job.reaped is None or job.cancelled:
+            return False
+        job.cancelled = True
+        log.warning("process_pool_job_cancelled", job=job.actor, job_id=job_id, pid=job.pid)
+        self._slots.retire(job.slot, "cancelled", failure=False, hard=True)
+        await asyncio.shield(job.reaped)
+        return True
 
     def _check_payload(self, job: Job) -> None:
         limit = self._config.max_payload_bytes
@@ -165,6 +187,13 @@ class Dispatcher:
         if exchanged.started is not None:
             job.memory_limit_mib = exchanged.started.memory_limit_mib
         return exchanged
+
+    async def _cancelled(self, job: Job) -> NoReturn:
+        assert job.reaped is not None
+        await asyncio.shield(job.reaped)  # gone before anyone may run the job again
+        if self._slots.closing:
+            raise PoolClosed("the process pool was closed while the job ran")
+        raise JobCancelled(f"{job.actor} was cancelled; its process {job.pid} was killed")
 
     async def _conclude(self, slot: Slot, job: Job, exchanged: Exchanged, probe: bool) -> str:
         """Turn the verdict into the result, or raise; hand the slot back or retire it."""

@@ -200,3 +200,10 @@ class ProcessPool:
             timeout,
         )
         return await self._dispatcher.run(job)
+
+    async def cancel(self, job_id: UUID | str) -> bool:
+        """Kill the process running ``job_id``: SIGTERM, ``kill_grace``, SIGKILL; returns
+        once it is reaped. That job's ``run`` raises ``JobCancelled``; it counts as no
+        break (no metric, the breaker unmoved), no crash, and no failure of the slot,
+        whose next process starts at once. False when no process is running that job."""
+        return await self._dispatcher.cancel(str(job_id))

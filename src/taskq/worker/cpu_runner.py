@@ -6,6 +6,7 @@ imported then, not before). What the pool raises maps to outcomes:
 ===============================  ==========================================
 ``JobFailed``, ``JobTimedOut``   a clean failure: retry, then dead/failed
 ``ResultDropped``                succeeded, result dropped (outcomes.result_dropped)
+``JobCancelled``                 cancelled (``cancel`` killed its process): no charge
 ``ProcessDied``                  ``crashed`` with the cause: the crash rules
 ``BreakerOpen``, ``PoolClosed``  given back, no attempt charged
 ``PayloadTooLarge``              dead/failed (it will never fit)
@@ -24,9 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from uuid import UUID
 
 from ..exceptions import (
     BreakerOpen,
+    JobCancelled,
     JobFailed,
     JobTimedOut,
     PayloadTooLarge,
@@ -109,6 +112,8 @@ class CpuRunner:
             return outcomes.failed(job, _pool_error(exc), actor.retry_backoff)
         except ProcessDied as exc:
             return outcomes.crashed(job, exc.cause)
+        except JobCancelled as exc:
+            return outcomes.cancelled(job, f"JobCancelled: {exc}")
         except (BreakerOpen, PoolClosed):
             return None
         except PayloadTooLarge as exc:
@@ -118,6 +123,12 @@ class CpuRunner:
         except ResultDropped as exc:
             return outcomes.result_dropped(job, exc.reason)
         return Outcome(job.id, job.attempt, OutcomeKind.SUCCEEDED, result_json=result_json)
+
+    async def cancel(self, job_id: UUID) -> bool:
+        """Kill the pool process running ``job_id`` (see ``ProcessPool.cancel``); its
+        ``run_job`` then returns a ``cancelled`` outcome. False if it is not running."""
+        pool = self._pool
+        return False if pool is None else bool(await pool.cancel(job_id))
 
     def stop(self, *, hurry: bool = False) -> None:
         self._stopped.set(hurry=hurry)

@@ -104,6 +104,11 @@ def dead(job: ClaimedJob, reason: str, error: str) -> Outcome:
     return Outcome(job.id, job.attempt, OutcomeKind.DEAD, error=error, dead_reason=reason)
 
 
+def cancelled(job: ClaimedJob, note: str) -> Outcome:
+    """The run was stopped on purpose (a cancel): ``cancelled``, nothing charged."""
+    return Outcome(job.id, job.attempt, OutcomeKind.CANCELLED, error=note)
+
+
 def crashed(job: ClaimedJob, cause: str) -> Outcome:
     """The process running the job died: the store applies the crash rules."""
     return Outcome(job.id, job.attempt, OutcomeKind.CRASHED, error=cause)
