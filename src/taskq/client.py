@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 from uuid import UUID
 
+from . import txn
 from .exceptions import ActorNotFound, ConfigError, InvalidJobState, JobNotFound
 from .ids import uuid7, uuid7_many
 from .jobs import ActorConfig, Job, JobId, JobSpec, JobState, Limits, QueueInfo, Rate
@@ -310,6 +311,7 @@ class AsyncClient:
         unique_key: UniqueKey | None = None,
         meta: Mapping[str, Any] | None = None,
         tags: Sequence[str] = (),
+        connection: Any = None,
     ) -> JobId:
         """Enqueue one job with options: a queue, a ``delay`` in seconds or a ``run_at``
         time, a ``priority`` (lower runs first; default the actor's, else 0).
@@ -317,7 +319,41 @@ class AsyncClient:
         ``unique_key`` (a string, or a ``taskq.Unique``) makes the job unique: if a job
         holding that key exists, nothing is inserted and its id comes back with
         ``.duplicate`` True. ``meta`` is a small JSON object and ``tags`` short strings,
-        both kept on the job."""
+        both kept on the job. ``connection`` writes the job in the caller's transaction
+        (see ``taskq.txn``): it exists only if that transaction commits."""
+        spec = await self._spec_one(
+            actor,
+            args,
+            kwargs,
+            queue=queue,
+            delay=delay,
+            run_at=run_at,
+            priority=priority,
+            unique_key=unique_key,
+            meta=meta,
+            tags=tags,
+        )
+        return (await self._insert([spec], connection))[0]
+
+    async def _insert(self, specs: Sequence[JobSpec], connection: Any) -> list[JobId]:
+        if connection is None:
+            return _ids(specs, await self._store.enqueue(specs))
+        return _ids(specs, await txn.enqueue_async(self._store, connection, specs))
+
+    async def _spec_one(
+        self,
+        actor: ActorRef,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any] | None,
+        *,
+        queue: str | None,
+        delay: float | None,
+        run_at: datetime | None,
+        priority: int | None,
+        unique_key: UniqueKey | None,
+        meta: Mapping[str, Any] | None,
+        tags: Sequence[str],
+    ) -> JobSpec:
         if unique_key is not None and not isinstance(unique_key, str | Unique):
             raise ConfigError(
                 f"unique_key must be a string or a taskq.Unique, got {type(unique_key).__name__}"
@@ -335,8 +371,7 @@ class AsyncClient:
             tags=tags,
         )
         key = unique_key if isinstance(unique_key, str) else None
-        spec = self._builder.spec(template, args, kwargs or {}, uuid7(), key)
-        return _ids([spec], await self._store.enqueue([spec]))[0]
+        return self._builder.spec(template, args, kwargs or {}, uuid7(), key)
 
     async def enqueue_many(
         self,
@@ -351,12 +386,40 @@ class AsyncClient:
         unique_keys: Sequence[str | None] | None = None,
         meta: Mapping[str, Any] | None = None,
         tags: Sequence[str] = (),
+        connection: Any = None,
     ) -> list[JobId]:
         """Enqueue many jobs of one actor in one round trip, all or nothing.
 
         Each item is ``(args, kwargs)``; a bare list/tuple that is not such a pair is
         taken as positional args. ``unique_keys`` gives each item its key (``None``:
-        the actor's ``unique`` option, if any); ``meta`` and ``tags`` go on every job."""
+        the actor's ``unique`` option, if any); ``meta`` and ``tags`` go on every job.
+        ``connection``: in the caller's transaction, as for ``enqueue_with``."""
+        specs = await self._specs_many(
+            actor,
+            items,
+            queue=queue,
+            delay=delay,
+            run_at=run_at,
+            priority=priority,
+            unique_keys=unique_keys,
+            meta=meta,
+            tags=tags,
+        )
+        return await self._insert(specs, connection) if specs else []
+
+    async def _specs_many(
+        self,
+        actor: ActorRef,
+        items: Iterable[Item | Sequence[Any]],
+        *,
+        queue: str | None,
+        delay: float | None,
+        run_at: datetime | None,
+        priority: int | None,
+        unique_keys: Sequence[str | None] | None,
+        meta: Mapping[str, Any] | None,
+        tags: Sequence[str],
+    ) -> list[JobSpec]:
         await self.open()
         template = self._builder.template(
             actor,
@@ -392,9 +455,7 @@ class AsyncClient:
                     f"enqueue_many items must be (args, kwargs) pairs, got {type(item).__name__}"
                 )
             specs.append(spec(template, args, kwargs, job_id, key))
-        if not specs:
-            return []
-        return _ids(specs, await self._store.enqueue(specs))
+        return specs
 
     # -- inspect and act -------------------------------------------------------------
     async def get(self, job_id: UUID | str) -> Job:
@@ -586,21 +647,42 @@ class Client:
         unique_key: UniqueKey | None = None,
         meta: Mapping[str, Any] | None = None,
         tags: Sequence[str] = (),
+        connection: Any = None,
     ) -> JobId:
-        return self._call(
-            self._async.enqueue_with(
-                actor,
-                args,
-                kwargs,
-                queue=queue,
-                delay=delay,
-                run_at=run_at,
-                priority=priority,
-                unique_key=unique_key,
-                meta=meta,
-                tags=tags,
+        """See ``AsyncClient.enqueue_with``; with ``connection``, the job is written on
+        that connection in this thread (Django's and sqlite3's connections belong to
+        the thread that made them)."""
+        target = self._target(connection)
+        options: dict[str, Any] = {
+            "queue": queue,
+            "delay": delay,
+            "run_at": run_at,
+            "priority": priority,
+            "unique_key": unique_key,
+            "meta": meta,
+            "tags": tags,
+        }
+        if target is None:
+            return self._call(self._async.enqueue_with(actor, args, kwargs, **options))
+        spec = self._call(self._async._spec_one(actor, args, kwargs, **options))
+        return self._insert_on(target, [spec])[0]
+
+    def _target(self, connection: Any) -> txn.Target | None:
+        if connection is None:
+            return None
+        target = txn.resolve(connection)
+        if target.is_async:
+            raise ConfigError(
+                "connection= is an async connection: enqueue on it with taskq.AsyncClient"
             )
+        return target
+
+    def _insert_on(self, target: txn.Target, specs: Sequence[JobSpec]) -> list[JobId]:
+        store = self._async.store
+        holders = txn.enqueue_sync(
+            store, target, specs, lambda: self._call(txn.store_identity(store))
         )
+        return _ids(specs, holders)
 
     def enqueue_many(
         self,
@@ -615,20 +697,22 @@ class Client:
         unique_keys: Sequence[str | None] | None = None,
         meta: Mapping[str, Any] | None = None,
         tags: Sequence[str] = (),
+        connection: Any = None,
     ) -> list[JobId]:
-        return self._call(
-            self._async.enqueue_many(
-                actor,
-                items,
-                queue=queue,
-                delay=delay,
-                run_at=run_at,
-                priority=priority,
-                unique_keys=unique_keys,
-                meta=meta,
-                tags=tags,
-            )
-        )
+        target = self._target(connection)
+        options: dict[str, Any] = {
+            "queue": queue,
+            "delay": delay,
+            "run_at": run_at,
+            "priority": priority,
+            "unique_keys": unique_keys,
+            "meta": meta,
+            "tags": tags,
+        }
+        if target is None:
+            return self._call(self._async.enqueue_many(actor, items, **options))
+        specs = self._call(self._async._specs_many(actor, items, **options))
+        return self._insert_on(target, specs) if specs else []
 
     def get(self, job_id: UUID | str) -> Job:
         return self._call(self._async.get(job_id))

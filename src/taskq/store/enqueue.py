@@ -38,6 +38,7 @@ PG_STATEMENTS = (
     "enqueue_copy",
     "enqueue_copy_run_at",
     "unique_holders",
+    "connection_identity",
 )
 SETTLE_ROUNDS = 5  # a key whose holder keeps finishing between insert and lookup
 
@@ -54,6 +55,11 @@ def pg_statements(schema: str) -> dict[str, str]:
     """The enqueue statements with the schema filled in (once per store)."""
     ident = sql.Identifier(schema)
     return {name: sql.SQL(PG[name]).format(schema=ident).as_string(None) for name in PG_STATEMENTS}
+
+
+def jobs_table(schema: str) -> str:
+    """``"schema".jobs`` as ``to_regclass`` takes it."""
+    return sql.Identifier(schema).as_string(None) + ".jobs"
 
 
 def _pg_columns(specs: Sequence[JobSpec]) -> dict[str, Any]:

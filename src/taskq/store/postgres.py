@@ -47,7 +47,7 @@ from ..jobs import (
 from ..logs import get_logger
 from ..settings import redact, validate_schema
 from .drift import config_differences
-from .enqueue import needs_full, pg_statements, pg_steps, run_async
+from .enqueue import jobs_table, needs_full, pg_statements, pg_steps, run_async
 from .postgres_insight import PostgresInsight
 from .queues import limits_from_row, overview
 from .rows import Codec
@@ -117,6 +117,7 @@ class PostgresStore(PostgresInsight):
         self.schema = validate_schema(schema)
         self.channel = channel_for(self.schema)
         self.enqueue_sql = pg_statements(self.schema)  # also run on callers' connections
+        self._identity: tuple[Any, ...] | None = None
         self._min_size, self._max_size = min_size, max_size
         self._set_dsn(dsn)
         self._pool: AsyncConnectionPool | None = None
@@ -249,6 +250,7 @@ class PostgresStore(PostgresInsight):
             self.display_dsn, self._conninfo = old_display, old_conninfo
             raise
         old, self._pool = self._pool, pool
+        self._identity = None
         await self._close_listener()
         if old is not None:
             await old.close()
@@ -315,6 +317,20 @@ class PostgresStore(PostgresInsight):
                 async with conn.transaction():
                     return await run_async(conn, pg_steps(self.enqueue_sql, specs))
             return await run_async(conn, pg_steps(self.enqueue_sql, specs))
+
+    async def identity(self) -> tuple[Any, ...]:
+        """(database, port, server start time) of this store's server: a caller's
+        connection must show the same to enqueue in its transaction. Asked once."""
+        if self._identity is None:
+            async with self._connection() as conn:
+                cur = await conn.execute(
+                    self.enqueue_sql["connection_identity"],
+                    {"jobs_table": jobs_table(self.schema)},
+                )
+                row = await cur.fetchone()
+            assert row is not None
+            self._identity = tuple(row[:3])
+        return self._identity
 
     async def _copy_jobs(self, conn: psycopg.AsyncConnection, specs: Sequence[JobSpec]) -> None:
         """COPY a batch; jobs without run_at take the database's now() as default."""

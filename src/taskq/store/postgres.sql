@@ -111,9 +111,12 @@ SELECT unique_key, id FROM {schema}.jobs
 WHERE unique_key = ANY(%(keys)s::text[])
   AND strpos(unique_states, ',' || state || ',') > 0;
 
--- name: check_connection
--- description: Where a caller's connection points: its database, and whether the taskq schema's tables are there.
-SELECT current_database(), to_regclass(%(jobs_table)s) IS NOT NULL;
+-- name: connection_identity
+-- description: Which server and database a connection reaches, and whether taskq's jobs table is there.
+-- The store asks on its own connection and on a caller's (enqueue in the caller's
+-- transaction): the same server (port and start time), database and schema, or refused.
+SELECT current_database() AS db, current_setting('port') AS port,
+       pg_postmaster_start_time() AS started, to_regclass(%(jobs_table)s) IS NOT NULL AS has_jobs;
 
 -- fragment: job_columns
 -- description: Every column a Job is read from (store/rows.py reads them by name; JSON as text).

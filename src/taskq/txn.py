@@ -1,0 +1,229 @@
+"""Enqueue in the application's own transaction: ``enqueue_with(..., connection=conn)``.
+
+The job rows are written on the caller's connection, inside whatever transaction it
+has open, with the same statements the store uses on its own connections
+(``store/enqueue.py``). So they become visible to workers when the caller commits and
+vanish if it rolls back (a savepoint rolled back takes them too). On Postgres the
+insert trigger's NOTIFY is transactional: workers are woken at commit, never for a
+rollback. On SQLite workers notice the commit like any other.
+
+Accepted connections, resolved to the driver's own connection:
+
+* psycopg 3 ``Connection``/``Cursor`` and ``AsyncConnection``/``AsyncCursor``;
+* SQLAlchemy ``Session``/``Connection`` and ``AsyncSession``/``AsyncConnection`` on
+  the ``postgresql+psycopg`` (or ``sqlite``) dialect;
+* Django's connection (``django.db.connection`` or ``connections[alias]``; Django 4.2+
+  on psycopg 3, or SQLite), see ``taskq.contrib.django``;
+* ``sqlite3.Connection`` to the store's file.
+
+A connection that reaches another server, database or schema is refused before
+anything is written: on Postgres the server (port and start time), the database and a
+``<schema>.jobs`` table must match the store's; on SQLite, the file. SQLAlchemy and
+Django are imported only when such a connection is passed.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import psycopg
+
+from .exceptions import ConfigError, StoreError
+from .jobs import JobSpec
+from .store.enqueue import SQLITE, jobs_table, pg_steps, run_async, run_sync, sqlite_enqueue
+
+PG_SYNC, PG_ASYNC, SQLITE_CONN = "postgres", "postgres-async", "sqlite"
+Identity = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A caller's connection as the driver's own object, and which kind it is."""
+
+    kind: str
+    conn: Any  # psycopg (Async)Connection or (Async)Cursor, or sqlite3.Connection
+
+    @property
+    def is_async(self) -> bool:
+        return self.kind == PG_ASYNC
+
+
+def _refuse(obj: Any, why: str = "") -> ConfigError:
+    return ConfigError(
+        f"connection= got a {type(obj).__module__}.{type(obj).__qualname__}{why}; expected a "
+        "psycopg 3 connection or cursor, a SQLAlchemy Session/Connection on the psycopg "
+        "dialect, a Django connection, or a sqlite3.Connection"
+    )
+
+
+def _from_driver(obj: Any, source: Any) -> Target:
+    if isinstance(obj, psycopg.Connection | psycopg.Cursor):
+        return Target(PG_SYNC, obj)
+    if isinstance(obj, psycopg.AsyncConnection | psycopg.AsyncCursor):
+        return Target(PG_ASYNC, obj)
+    if isinstance(obj, sqlite3.Connection):
+        return Target(SQLITE_CONN, obj)
+    raise _refuse(source, f" whose driver connection is a {type(obj).__qualname__}")
+
+
+def resolve(obj: Any) -> Target:
+    """The driver connection behind ``obj`` (sync objects only; see ``resolve_async``)."""
+    module = type(obj).__module__
+    if module.startswith("sqlalchemy."):
+        from sqlalchemy.engine import Connection
+        from sqlalchemy.orm import Session
+
+        if isinstance(obj, Session):
+            obj = obj.connection()  # begins the session's transaction if none is open
+        if isinstance(obj, Connection):
+            return _from_driver(obj.connection.driver_connection, obj)
+        raise _refuse(obj, " (use AsyncClient for SQLAlchemy's async objects)")
+    if module.startswith("django."):
+        from .contrib.django import driver_connection
+
+        return _from_driver(driver_connection(obj), obj)
+    return _from_driver(obj, obj)
+
+
+async def resolve_async(obj: Any) -> Target:
+    """Like ``resolve``, and also SQLAlchemy's ``AsyncSession``/``AsyncConnection``."""
+    if type(obj).__module__.startswith("sqlalchemy.ext.asyncio"):
+        from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+        if isinstance(obj, AsyncSession):
+            obj = await obj.connection()
+        if isinstance(obj, AsyncConnection):
+            raw = await obj.get_raw_connection()
+            return _from_driver(raw.driver_connection, obj)
+        raise _refuse(obj)
+    return resolve(obj)
+
+
+# -- is it the store's database? --------------------------------------------------------
+
+#: psycopg connections already checked, with the backend pid they had then
+_checked: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def _pg_connection(target: Target) -> Any:
+    conn = target.conn
+    return conn.connection if isinstance(conn, psycopg.Cursor | psycopg.AsyncCursor) else conn
+
+
+def _already_checked(target: Target) -> bool:
+    conn = _pg_connection(target)
+    try:
+        return bool(_checked.get(conn) == conn.info.backend_pid)
+    except TypeError:  # not weak-referenceable: check every time
+        return False
+
+
+def _remember(target: Target) -> None:
+    conn = _pg_connection(target)
+    try:
+        _checked[conn] = conn.info.backend_pid
+    except TypeError:
+        pass
+
+
+def _judge(store: Any, theirs: Sequence[Any], ours: Identity) -> None:
+    db, port, started, has_jobs = theirs
+    if (db, str(port), started) != (ours[0], str(ours[1]), ours[2]):
+        raise ConfigError(
+            f"connection= reaches database {db!r} on port {port} of a server started "
+            f"{started}, but the taskq store {store.display_dsn} is database {ours[0]!r} on "
+            f"port {ours[1]} of a server started {ours[2]}: enqueue in a transaction needs a "
+            "connection to the store's own database"
+        )
+    if not has_jobs:
+        raise ConfigError(
+            f"connection= reaches database {db!r}, but it has no taskq schema "
+            f"{store.schema!r} (no {jobs_table(store.schema)} table): run `taskq migrate`, or "
+            "give the client the schema the application's database uses"
+        )
+
+
+def _check_sqlite(store: Any, conn: sqlite3.Connection) -> None:
+    row = conn.execute(SQLITE["database_file"]).fetchone()
+    theirs = row[0] if row else ""
+    try:
+        same = bool(theirs) and os.path.samefile(theirs, store.path)
+    except OSError:
+        same = False
+    if not same:
+        raise ConfigError(
+            f"connection= is to SQLite file {theirs or '(in memory)'!r}, not the taskq "
+            f"store's file {store.path!r}"
+        )
+
+
+def _store_kind(store: Any, target: Target) -> None:
+    expected = SQLITE_CONN if target.kind == SQLITE_CONN else "postgres"
+    if store.kind != expected:
+        raise ConfigError(
+            f"connection= is a {'SQLite' if expected == SQLITE_CONN else 'Postgres'} "
+            f"connection, but the taskq store is {store.display_dsn}"
+        )
+
+
+def _driver_error(exc: BaseException) -> StoreError:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return StoreError(f"enqueue on the caller's connection failed: {text}")
+
+
+# -- enqueue -------------------------------------------------------------------------
+
+
+async def store_identity(store: Any) -> Identity:
+    """The store's own (database, port, start time); only Postgres stores have one."""
+    identity: Identity = await store.identity()
+    return identity
+
+
+def enqueue_sync(
+    store: Any, target: Target, specs: Sequence[JobSpec], identity: Callable[[], Identity]
+) -> list[UUID]:
+    """Insert ``specs`` on a sync caller connection (in the calling thread).
+    ``identity`` gives the store's own (database, port, start time), asked only the
+    first time a connection is checked."""
+    _store_kind(store, target)
+    try:
+        if target.kind == SQLITE_CONN:
+            _check_sqlite(store, target.conn)
+            return sqlite_enqueue(target.conn, specs)
+        if not _already_checked(target):
+            row = target.conn.execute(
+                store.enqueue_sql["connection_identity"], {"jobs_table": jobs_table(store.schema)}
+            ).fetchone()
+            _judge(store, tuple(row.values()) if isinstance(row, dict) else row, identity())
+            _remember(target)
+        return run_sync(target.conn, pg_steps(store.enqueue_sql, specs))
+    except (psycopg.Error, sqlite3.Error) as exc:
+        raise _driver_error(exc) from exc
+
+
+async def enqueue_async(store: Any, obj: Any, specs: Sequence[JobSpec]) -> list[UUID]:
+    """Insert ``specs`` on the caller's connection ``obj`` (any kind ``resolve_async``
+    takes; a sync one runs right here, blocking the loop for its round trips)."""
+    target = await resolve_async(obj)
+    _store_kind(store, target)
+    ours = await store.identity() if target.kind != SQLITE_CONN else ()
+    if not target.is_async:
+        return enqueue_sync(store, target, specs, lambda: ours)
+    try:
+        if not _already_checked(target):
+            cur = await target.conn.execute(
+                store.enqueue_sql["connection_identity"], {"jobs_table": jobs_table(store.schema)}
+            )
+            row = await cur.fetchone()
+            _judge(store, tuple(row.values()) if isinstance(row, dict) else row, ours)
+            _remember(target)
+        return await run_async(target.conn, pg_steps(store.enqueue_sql, specs))
+    except psycopg.Error as exc:
+        raise _driver_error(exc) from exc
