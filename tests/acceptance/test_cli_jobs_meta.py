@@ -18,9 +18,13 @@ def migrated(target: StoreTarget) -> StoreTarget:
 
 
 def test_a_duplicate_unique_key_prints_the_holder(migrated: StoreTarget) -> None:
-    first = taskq(migrated, "enqueue", "a", "--unique-key", "nightly").stdout.strip()
+    first = taskq(
+        migrated, "enqueue", "a", "--queue", "default", "--unique-key", "nightly"
+    ).stdout.strip()
     uuid.UUID(first)
-    second = taskq(migrated, "enqueue", "a", "--unique-key", "nightly").stdout.strip()
+    second = taskq(
+        migrated, "enqueue", "a", "--queue", "default", "--unique-key", "nightly"
+    ).stdout.strip()
     assert second == f"duplicate of {first}"
     stats = json.loads(taskq(migrated, "jobs", "stats", "--json").stdout)
     assert stats["queued"] == 1
@@ -28,10 +32,20 @@ def test_a_duplicate_unique_key_prints_the_holder(migrated: StoreTarget) -> None
 
 def test_meta_and_tags_are_shown_and_filtered(migrated: StoreTarget) -> None:
     tagged = taskq(
-        migrated, "enqueue", "a", "--meta", '{"by": "ops"}', "--tag", "import", "--tag", "eu"
+        migrated,
+        "enqueue",
+        "a",
+        "--queue",
+        "default",
+        "--meta",
+        '{"by": "ops"}',
+        "--tag",
+        "import",
+        "--tag",
+        "eu",
     ).stdout.strip()
-    taskq(migrated, "enqueue", "b", "--tag", "eu")
-    taskq(migrated, "enqueue", "c")
+    taskq(migrated, "enqueue", "b", "--queue", "default", "--tag", "eu")
+    taskq(migrated, "enqueue", "c", "--queue", "default")
     shown = json.loads(taskq(migrated, "jobs", "show", tagged, "--json").stdout)
     assert shown["meta"] == {"by": "ops"} and shown["tags"] == ["import", "eu"]
     text = taskq(migrated, "jobs", "show", tagged).stdout
@@ -52,6 +66,8 @@ def test_meta_and_tags_are_shown_and_filtered(migrated: StoreTarget) -> None:
     ],
 )
 def test_bad_options_are_one_line(migrated: StoreTarget, args: list[str], fragment: str) -> None:
-    assert_one_line_error(taskq(migrated, "enqueue", "a", *args, check=False), fragment)
+    assert_one_line_error(
+        taskq(migrated, "enqueue", "a", "--queue", "default", *args, check=False), fragment
+    )
     stats = json.loads(taskq(migrated, "jobs", "stats", "--json").stdout)
     assert stats["queued"] == 0

@@ -21,6 +21,8 @@ from tests.conftest import StoreTarget
 from tests.helpers import wait_until
 from tests.worker_harness import WorkerProcess
 
+REMEMBER = worker_actors.remember  # the worker process serves tests.worker_actors
+
 
 def _migrate(target: StoreTarget) -> None:
     async def go() -> None:
@@ -82,14 +84,14 @@ def _app_connection(target: StoreTarget) -> Any:
 def test_committed_jobs_run_and_rolled_back_jobs_never_exist(client, target, worker):
     conn = _app_connection(target)
     try:
-        kept = client.enqueue_with("remember", ["kept"], connection=conn)
+        kept = client.enqueue_with(REMEMBER, ["kept"], connection=conn)
         assert not kept.duplicate
         assert not _exists(client, kept)  # not committed: invisible to everyone else
         conn.commit()
         _runs_to_success(client, kept)
 
-        gone = client.enqueue_with("remember", ["gone"], connection=conn)
-        batch = client.enqueue_many("remember", [(["a"], {}), (["b"], {})], connection=conn)
+        gone = client.enqueue_with(REMEMBER, ["gone"], connection=conn)
+        batch = client.enqueue_many(REMEMBER, [(["a"], {}), (["b"], {})], connection=conn)
         conn.rollback()
         assert not any(_exists(client, i) for i in [gone, *batch])
     finally:
@@ -99,10 +101,10 @@ def test_committed_jobs_run_and_rolled_back_jobs_never_exist(client, target, wor
 def test_unique_keys_inside_the_callers_transaction(client, target):
     conn = _app_connection(target)
     try:
-        first = client.enqueue_with("remember", ["x"], unique_key="once", connection=conn)
-        again = client.enqueue_with("remember", ["y"], unique_key="once", connection=conn)
+        first = client.enqueue_with(REMEMBER, ["x"], unique_key="once", connection=conn)
+        again = client.enqueue_with(REMEMBER, ["y"], unique_key="once", connection=conn)
         many = client.enqueue_many(
-            "remember", [(["z"], {}), (["w"], {})], unique_keys=["once", "other"], connection=conn
+            REMEMBER, [(["z"], {}), (["w"], {})], unique_keys=["once", "other"], connection=conn
         )
         assert again.duplicate and again == first
         assert many[0].duplicate and many[0] == first and not many[1].duplicate
@@ -116,9 +118,9 @@ def test_unique_keys_inside_the_callers_transaction(client, target):
 def test_psycopg_savepoint_rolled_back_takes_the_job(pg_client, pg_target):
     with psycopg.connect(pg_target.dsn) as conn:
         with conn.transaction():
-            outer = pg_client.enqueue_with("remember", ["outer"], connection=conn)
+            outer = pg_client.enqueue_with(REMEMBER, ["outer"], connection=conn)
             with pytest.raises(RuntimeError), conn.transaction():  # a savepoint
-                inner = pg_client.enqueue_with("remember", ["inner"], connection=conn.cursor())
+                inner = pg_client.enqueue_with(REMEMBER, ["inner"], connection=conn.cursor())
                 raise RuntimeError("roll the savepoint back")
     assert _exists(pg_client, outer)
     assert not _exists(pg_client, inner)
@@ -130,9 +132,9 @@ def test_a_rollback_sends_no_wakeup(pg_client, pg_target):
     with psycopg.connect(pg_target.dsn, autocommit=True) as listener:
         listener.execute(f'LISTEN "{channel}"')
         with psycopg.connect(pg_target.dsn) as conn:
-            pg_client.enqueue_with("remember", ["no"], queue="rolled-back", connection=conn)
+            pg_client.enqueue_with(REMEMBER, ["no"], queue="rolled-back", connection=conn)
             conn.rollback()
-            pg_client.enqueue_with("remember", ["yes"], queue="committed", connection=conn)
+            pg_client.enqueue_with(REMEMBER, ["yes"], queue="committed", connection=conn)
             conn.commit()
         heard = []
         for note in listener.notifies(timeout=30):
@@ -146,13 +148,13 @@ def test_a_connection_to_another_database_or_schema_or_file_is_refused(client, t
     if target.kind == "sqlite":
         other = sqlite3.connect(tmp_path / "other.sqlite3")
         with pytest.raises(ConfigError, match="not the taskq store's file"):
-            client.enqueue_with("remember", [], connection=other)
+            client.enqueue_with(REMEMBER, [], connection=other)
         other.close()
         return
     params = conninfo_to_dict(target.dsn)
     with psycopg.connect(make_conninfo("", **{**params, "dbname": "postgres"})) as other_db:
         with pytest.raises(ConfigError, match="reaches database 'postgres'"):
-            client.enqueue_with("remember", [], connection=other_db)
+            client.enqueue_with(REMEMBER, [], connection=other_db)
     with Client(target.dsn, schema="taskq_no_such_schema") as elsewhere:
         with (
             psycopg.connect(target.dsn) as conn,
@@ -160,9 +162,9 @@ def test_a_connection_to_another_database_or_schema_or_file_is_refused(client, t
         ):
             elsewhere.enqueue_with(worker_actors.remember, ["x"], connection=conn)
     with pytest.raises(ConfigError, match="SQLite connection, but the taskq store is"):
-        client.enqueue_with("remember", [], connection=sqlite3.connect(tmp_path / "x.sqlite3"))
+        client.enqueue_with(REMEMBER, [], connection=sqlite3.connect(tmp_path / "x.sqlite3"))
     with pytest.raises(ConfigError, match="expected a psycopg 3 connection"):
-        client.enqueue_with("remember", [], connection=object())
+        client.enqueue_with(REMEMBER, [], connection=object())
     assert client.stats()["queued"] == 0
 
 
@@ -183,9 +185,9 @@ def test_sqlalchemy_session_commit_runs_rollback_and_savepoint_do_not(client, ta
     try:
         with Session(engine) as session:
             session.execute(text("SELECT 1"))
-            kept = client.enqueue_with("remember", ["sa-kept"], connection=session)
+            kept = client.enqueue_with(REMEMBER, ["sa-kept"], connection=session)
             nested = session.begin_nested()
-            dropped = client.enqueue_with("remember", ["sa-savepoint"], connection=session)
+            dropped = client.enqueue_with(REMEMBER, ["sa-savepoint"], connection=session)
             nested.rollback()
             assert not _exists(client, kept)
             session.commit()
@@ -193,7 +195,7 @@ def test_sqlalchemy_session_commit_runs_rollback_and_savepoint_do_not(client, ta
         assert not _exists(client, dropped)
 
         with engine.connect() as conn:  # a Connection, rolled back
-            gone = client.enqueue_with("remember", ["sa-gone"], connection=conn)
+            gone = client.enqueue_with(REMEMBER, ["sa-gone"], connection=conn)
             conn.rollback()
         assert not _exists(client, gone)
     finally:
@@ -207,17 +209,17 @@ async def test_async_psycopg_and_sqlalchemy_connections(pg_target):
     await _migrate_task
     async with AsyncClient(pg_target.dsn, schema=pg_target.schema) as client:
         async with await psycopg.AsyncConnection.connect(pg_target.dsn) as conn:
-            kept = await client.enqueue_with("remember", ["async-kept"], connection=conn)
+            kept = await client.enqueue_with(REMEMBER, ["async-kept"], connection=conn)
             await conn.commit()
-            gone = await client.enqueue_with("remember", ["async-gone"], connection=conn)
+            gone = await client.enqueue_with(REMEMBER, ["async-gone"], connection=conn)
             await conn.rollback()
         engine = create_async_engine(_sa_url(pg_target))
         try:
             async with AsyncSession(engine) as session:
-                sa_kept = await client.enqueue_with("remember", ["sa-async"], connection=session)
+                sa_kept = await client.enqueue_with(REMEMBER, ["sa-async"], connection=session)
                 await session.commit()
             async with AsyncSession(engine) as session:
-                sa_gone = await client.enqueue_with("remember", ["sa-gone"], connection=session)
+                sa_gone = await client.enqueue_with(REMEMBER, ["sa-gone"], connection=session)
                 await session.rollback()
         finally:
             await engine.dispose()
@@ -229,7 +231,7 @@ async def test_async_psycopg_and_sqlalchemy_connections(pg_target):
         with pytest.raises(ConfigError, match="AsyncClient"):
             async with await psycopg.AsyncConnection.connect(pg_target.dsn) as conn:
                 with Client(pg_target.dsn, schema=pg_target.schema) as sync_client:
-                    sync_client.enqueue_with("remember", [], connection=conn)
+                    sync_client.enqueue_with(REMEMBER, [], connection=conn)
 
 
 # -- Django ------------------------------------------------------------------------------
@@ -279,12 +281,10 @@ def test_django_atomic_commit_runs_rollback_and_savepoint_do_not(
     from django.db import transaction
 
     with transaction.atomic():
-        kept = pg_client.enqueue_with("remember", ["dj-kept"], connection=django_connection)
+        kept = pg_client.enqueue_with(REMEMBER, ["dj-kept"], connection=django_connection)
         try:
             with transaction.atomic():  # a savepoint
-                inner = pg_client.enqueue_with(
-                    "remember", ["dj-inner"], connection=django_connection
-                )
+                inner = pg_client.enqueue_with(REMEMBER, ["dj-inner"], connection=django_connection)
                 raise RuntimeError("roll the savepoint back")
         except RuntimeError:
             pass
@@ -294,12 +294,12 @@ def test_django_atomic_commit_runs_rollback_and_savepoint_do_not(
 
     try:
         with transaction.atomic():
-            gone = pg_client.enqueue_with("remember", ["dj-gone"], connection=django_connection)
+            gone = pg_client.enqueue_with(REMEMBER, ["dj-gone"], connection=django_connection)
             raise RuntimeError("roll it all back")
     except RuntimeError:
         pass
     assert not _exists(pg_client, gone)
 
     # outside atomic(): Django's autocommit writes it at once
-    now = pg_client.enqueue_with("remember", ["dj-now"], connection=django_connection)
+    now = pg_client.enqueue_with(REMEMBER, ["dj-now"], connection=django_connection)
     assert _exists(pg_client, now)

@@ -18,6 +18,10 @@ from ..helpers import wait_until
 registry = taskq.Registry()
 
 
+@registry.actor(name="tests.echo")
+def echo(*args: object) -> None: ...
+
+
 @registry.actor(unique=True)
 def by_args(a: int, b: int = 0) -> None: ...
 
@@ -38,9 +42,9 @@ async def client(target):
 
 
 async def test_a_second_enqueue_with_a_held_key_returns_the_first_job(client):
-    first = await client.enqueue_with("tests.echo", [1], unique_key="k")
-    second = await client.enqueue_with("tests.echo", [2], unique_key="k")
-    other = await client.enqueue_with("tests.echo", [3], unique_key="other")
+    first = await client.enqueue_with(echo, [1], unique_key="k")
+    second = await client.enqueue_with(echo, [2], unique_key="k")
+    other = await client.enqueue_with(echo, [3], unique_key="other")
     assert not first.duplicate and second.duplicate and not other.duplicate
     assert second == first and other != first
     assert (await client.stats())["queued"] == 2
@@ -49,9 +53,9 @@ async def test_a_second_enqueue_with_a_held_key_returns_the_first_job(client):
 
 
 async def test_a_job_that_left_the_covered_states_frees_its_key(client):
-    first = await client.enqueue_with("tests.echo", [], unique_key="k")
+    first = await client.enqueue_with(echo, [], unique_key="k")
     await client.cancel(first)  # cancelled is not covered by default
-    again = await client.enqueue_with("tests.echo", [], unique_key="k")
+    again = await client.enqueue_with(echo, [], unique_key="k")
     assert not again.duplicate and again != first
     # the cancelled one cannot come back while the new one holds the key
     with pytest.raises(InvalidJobState, match="unique key 'k'"):
@@ -62,12 +66,12 @@ async def test_a_job_that_left_the_covered_states_frees_its_key(client):
 
 
 async def test_a_running_job_holds_its_key(client):
-    first = await client.enqueue_with("tests.echo", [], unique_key="k")
+    first = await client.enqueue_with(echo, [], unique_key="k")
     from taskq.ids import uuid7
 
     (claimed,) = await client.store.claim(uuid7(), ["default"], 1, 30)
     assert claimed.id == first
-    again = await client.enqueue_with("tests.echo", [], unique_key="k")
+    again = await client.enqueue_with(echo, [], unique_key="k")
     assert again.duplicate and again == first
 
 
@@ -111,8 +115,8 @@ async def test_covered_succeeded_keeps_a_finished_job_blocking(client):
 
 async def test_a_period_puts_the_clock_in_the_key(client):
     unique = Unique(key="report", period=3600)
-    a = await client.enqueue_with("tests.echo", [], unique_key=unique)
-    b = await client.enqueue_with("tests.echo", [], unique_key=unique)
+    a = await client.enqueue_with(echo, [], unique_key=unique)
+    b = await client.enqueue_with(echo, [], unique_key=unique)
     assert b.duplicate
     key = (await client.get(a)).unique_key
     assert key is not None and key.startswith("report@")
@@ -120,10 +124,10 @@ async def test_a_period_puts_the_clock_in_the_key(client):
 
 
 async def test_enqueue_many_with_keys_inside_and_across_batches(client):
-    held = await client.enqueue_with("tests.echo", [], unique_key="k4")
+    held = await client.enqueue_with(echo, [], unique_key="k4")
     items = [([i], {}) for i in range(250)]  # large enough for the COPY-sized path
     keys = [f"k{i % 10}" if i % 2 == 0 else None for i in range(250)]
-    ids = await client.enqueue_many("tests.echo", items, unique_keys=keys)
+    ids = await client.enqueue_many(echo, items, unique_keys=keys)
     assert len(ids) == 250
     # 125 jobs without a key, one for each of k0 k2 k6 k8; k4 is held already
     assert len([i for i in ids if not i.duplicate]) == 125 + 4
@@ -133,7 +137,7 @@ async def test_enqueue_many_with_keys_inside_and_across_batches(client):
             by_key.setdefault(key, set()).add(job_id)
     assert all(len(v) == 1 for v in by_key.values())
     assert by_key["k4"] == {held}
-    again = await client.enqueue_many("tests.echo", [([], {}), ([], {})], unique_keys=["k4", "k0"])
+    again = await client.enqueue_many(echo, [([], {}), ([], {})], unique_keys=["k4", "k0"])
     assert [i.duplicate for i in again] == [True, True]
     assert again[0] == held and again[1] == next(iter(by_key["k0"]))
     assert (await client.stats())["queued"] == 1 + 125 + 4
@@ -147,11 +151,11 @@ async def test_bad_unique_options_are_refused(client):
     with pytest.raises(ConfigError, match="positive number"):
         Unique(period=0)
     with pytest.raises(ConfigError, match="non-empty string"):
-        await client.enqueue_with("tests.echo", [], unique_key="")
+        await client.enqueue_with(echo, [], unique_key="")
     with pytest.raises(ConfigError, match="one key"):
-        await client.enqueue_many("tests.echo", [([], {})], unique_keys=["a", "b"])
+        await client.enqueue_many(echo, [([], {})], unique_keys=["a", "b"])
     with pytest.raises(ConfigError, match=r"must be a string or a taskq\.Unique"):
-        await client.enqueue_with("tests.echo", [], unique_key=5)  # type: ignore[arg-type]
+        await client.enqueue_with(echo, [], unique_key=5)  # type: ignore[arg-type]
     assert (await client.stats())["queued"] == 0
 
 
@@ -173,7 +177,9 @@ PRODUCER = textwrap.dedent("""
                 await asyncio.sleep(0.002)
             out = []
             for n in range(200):
-                job_id = await client.enqueue_with("tests.echo", [n], unique_key="the-one")
+                job_id = await client.enqueue_with(
+                    "tests.echo", [n], queue="default", unique_key="the-one"
+                )
                 out.append([str(job_id), job_id.duplicate])
         print(json.dumps(out))
 
