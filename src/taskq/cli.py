@@ -15,7 +15,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
-from . import __version__, logs
+from . import __version__, exit_codes, logs
 from .client import AsyncClient, parse_job_id
 from .exceptions import ConfigError, TaskqError
 from .jobs import ALL_STATES, Job, Limits, QueueInfo, Rate
@@ -23,12 +23,10 @@ from .store.queues import QUEUE
 
 T = TypeVar("T")
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-
-
-EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a process ended by SIGPIPE
+EXIT_OK = exit_codes.OK
+EXIT_ERROR = exit_codes.ERROR
+EXIT_USAGE = exit_codes.USAGE
+EXIT_BROKEN_PIPE = exit_codes.BROKEN_PIPE
 
 
 class _Help(argparse.HelpFormatter):

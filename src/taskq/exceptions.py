@@ -5,7 +5,7 @@ The tree::
     TaskqError                       root: catch this to catch anything of ours
     +-- ConfigError                  bad settings: DSN, schema name, TOML, CLI values
     |   +-- InvalidDSN
-    |   +-- WorkgroupConfigError
+    |   +-- InvalidWorkgroupConfig   a workgroup TOML that cannot be used (every problem listed)
     +-- ActorError
     |   +-- ActorNotFound            a name or ``module:attr`` reference that resolves to nothing
     |   +-- ActorImportError         the ``module:attr`` module raised while importing
@@ -21,6 +21,8 @@ The tree::
     +-- NoCurrentJob                 ``taskq.current_job()`` outside a running job
     +-- ActorConfigDrift             the registry disagrees with the stored actor config
     +-- CrashLoop                    a supervisor gave up: its members kept dying
+    +-- WorkgroupStartError          the workgroup supervisor could not start
+    +-- SqlFileError                 a malformed .sql file shipped with taskq (a packaging bug)
     +-- Snooze                       not an error: an actor raises (or returns) it to run later
     +-- PoolError                    the CPU process pool
         +-- PoolClosed
@@ -58,8 +60,14 @@ class InvalidDSN(ConfigError):
     """invalid DSN: expected postgresql://... or sqlite:///path."""
 
 
-class WorkgroupConfigError(ConfigError):
-    """invalid workgroup configuration."""
+class InvalidWorkgroupConfig(ConfigError):
+    """A workgroup file that cannot be used; ``errors`` holds one line per problem."""
+
+    def __init__(self, path: str, errors: list[str]) -> None:
+        self.path = path
+        self.errors = list(errors)
+        summary = errors[0] if len(errors) == 1 else f"{len(errors)} problems: " + "; ".join(errors)
+        super().__init__(f"{path}: {summary}")
 
 
 class ActorError(TaskqError):
@@ -120,6 +128,14 @@ class ActorConfigDrift(TaskqError):
 
 class CrashLoop(TaskqError):
     """the crash-loop guard tripped: the supervised members kept dying."""
+
+
+class WorkgroupStartError(TaskqError):
+    """the workgroup could not start."""
+
+
+class SqlFileError(TaskqError):
+    """a malformed .sql file shipped with taskq (a packaging bug, not a user error)."""
 
 
 class PoolError(TaskqError):

@@ -13,7 +13,8 @@ thing ``import taskq`` does (before asyncio, psycopg or the user's actors are im
    register or claim a job.
 
 ``expected_parent()`` is the pid the worker's ``watch_parent`` keeps polling for the
-platforms without prctl. Only the standard library is imported here, on purpose.
+platforms without prctl. Only the standard library (and ``taskq.exit_codes``, constants)
+is imported here, on purpose.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ import signal
 import sys
 from datetime import UTC, datetime
 
+from .exit_codes import ORPHANED
+
 SUPERVISOR_PID_ENV = "TASKQ_SUPERVISOR_PID"
 PR_SET_PDEATHSIG = 1
-#: exit code of a child whose supervisor was gone before it started (taskq.worker.exit_codes)
-ORPHANED = 5
 
 _expected: int | None = None
 

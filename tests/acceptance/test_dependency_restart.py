@@ -33,9 +33,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from taskq import Client
+from taskq import Client, exit_codes
 from taskq.exceptions import StoreUnavailable
-from taskq.worker import exit_codes
 from tests import chaos_actors as actors
 from tests.helpers import wait_until
 from tests.worker_harness import WorkerProcess, http_get_sync, metric_value

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from taskq.exceptions import InvalidWorkgroupConfig
 from taskq.workgroup.config import (
     CHILD_TEARDOWN_MARGIN,
     MAX_NAME_LENGTH,
     WORKER_SHUTDOWN_GRACE,
-    InvalidWorkgroupConfig,
     health_socket_path,
     load_config,
     parse_config,

@@ -25,6 +25,7 @@ from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any
 
+from .. import exit_codes
 from ..context import JobContext, running
 from ..logs import configure, get_logger, job_context
 from ..payload import encode_result
@@ -42,7 +43,7 @@ from .protocol import (
     Undecodable,
 )
 
-INIT_FAILED_EXIT_CODE = 70
+INIT_FAILED_EXIT_CODE = exit_codes.POOL_INIT_FAILED
 _PR_SET_PDEATHSIG = 1
 
 log = get_logger(__name__)

@@ -25,15 +25,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..exceptions import SqlFileError
+
 _HERE = Path(__file__).parent
 _NAME = re.compile(r"^--\s*(name|fragment):\s*([a-z_][a-z0-9_]*)\s*$")
 _USE = re.compile(r"\{\{([a-z_][a-z0-9_]*)\}\}")
 _DESCRIPTION = re.compile(r"^--\s*description:\s*(\S.*)$")
 _MIGRATION = re.compile(r"^\d{4}_[a-z0-9_]+\.sql$")
-
-
-class SqlFileError(Exception):
-    """A malformed .sql file shipped with taskq (a packaging bug, not a user error)."""
 
 
 def parse_queries(text: str, *, source: str = "<sql>") -> dict[str, str]:

@@ -3,7 +3,7 @@
 ``run(config)`` installs the signal handlers (SIGTERM/SIGINT stop gracefully, a second
 one hurries, SIGHUP reloads credentials), sets the parent-death signal and watches the
 parent when started by a workgroup (``--workgroup-instance``), runs the worker and
-returns the exit code (``taskq.worker.exit_codes``):
+returns the exit code (``taskq.exit_codes``):
 
 * 0 clean shutdown;
 * 1 cannot start: bad ``--actors`` reference, store unreachable or not migrated, actor
@@ -22,10 +22,10 @@ import dataclasses
 import os
 import sys
 
-from .. import logs, parentdeath
+from .. import exit_codes, logs, parentdeath
 from ..exceptions import TaskqError
 from ..logs import get_logger
-from . import exit_codes, signals
+from . import signals
 from .config import WorkerConfig
 from .worker import Worker
 

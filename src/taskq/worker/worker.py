@@ -40,6 +40,7 @@ import socket
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+from .. import exit_codes
 from ..exceptions import ActorConfigDrift, ConfigError, CrashLoop, TaskqError
 from ..ids import uuid7
 from ..jobs import WorkerInfo
@@ -49,7 +50,6 @@ from ..registry import Registry, load_registry
 from ..restart import RestartPolicy
 from ..settings import dsn_kind, read_dsn_file, redact
 from ..store import Store, create_store
-from . import exit_codes
 from .acker import Acker
 from .buffer import JobBuffer
 from .config import WorkerConfig

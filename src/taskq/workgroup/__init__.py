@@ -44,13 +44,14 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from ..exceptions import TaskqError
-from .config import InvalidWorkgroupConfig, WorkgroupConfig, load_config, parse_config
-from .supervisor import SupervisionEvent, Supervisor, WorkgroupStartError
+from .. import exit_codes
+from ..exceptions import InvalidWorkgroupConfig, TaskqError, WorkgroupStartError
+from .config import WorkgroupConfig, load_config, parse_config
+from .supervisor import SupervisionEvent, Supervisor
 from .validate import check
 
-EXIT_OK = 0
-EXIT_ERROR = 1
+EXIT_OK = exit_codes.OK
+EXIT_ERROR = exit_codes.ERROR
 
 
 def _say(message: str) -> None:

@@ -1,7 +1,7 @@
 """The workgroup TOML: parsed, checked and frozen.
 
 ``load_config(path)`` reads the file with the stdlib ``tomllib`` and returns a
-``WorkgroupConfig``, or raises ``WorkgroupConfigError`` whose ``errors`` list names every
+``WorkgroupConfig``, or raises ``InvalidWorkgroupConfig`` whose ``errors`` list names every
 problem found (the key, and the worker by index and name), e.g.
 ``workers[1] ("batch"): unknown key "queuez"``.
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from ..exceptions import ConfigError, WorkgroupConfigError
+from ..exceptions import ConfigError, InvalidWorkgroupConfig
 from ..settings import dsn_kind, redact, validate_schema
 
 #: the Unix socket path limit is 108 bytes (with its NUL); this is what fits the longest
@@ -127,16 +127,6 @@ def health_socket_path(instance: UUID, name: str) -> str:
 
 
 # -- parsing ------------------------------------------------------------------------------
-
-
-class InvalidWorkgroupConfig(WorkgroupConfigError):
-    """A workgroup file that cannot be used; ``errors`` holds one line per problem."""
-
-    def __init__(self, path: str, errors: list[str]) -> None:
-        self.path = path
-        self.errors = list(errors)
-        summary = errors[0] if len(errors) == 1 else f"{len(errors)} problems: " + "; ".join(errors)
-        super().__init__(f"{path}: {summary}")
 
 
 _TOP_KEYS = {"actors", "defaults", "supervisor", "workers"}
@@ -415,7 +405,7 @@ def _parse_worker(index: int, entry: Any, defaults: _Inherited, errors: _Errors)
 
 
 def parse_config(doc: dict[str, Any], path: str = "<config>") -> WorkgroupConfig:
-    """Check a parsed TOML document; raise ``WorkgroupConfigError`` listing every problem."""
+    """Check a parsed TOML document; raise ``InvalidWorkgroupConfig`` listing every problem."""
     errors = _Errors()
     _unknown_keys(doc, _TOP_KEYS, "", errors)
     actors = doc.get("actors")

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from .. import metrics
-from ..exceptions import TaskqError
+from .. import exit_codes, metrics
+from ..exceptions import TaskqError, WorkgroupStartError
 from ..ids import uuid7
 from ..logs import get_logger
 from ..restart import Recovered, RestartPolicy
@@ -50,10 +50,6 @@ RESTART_REASONS = ("child_exit", "spawn_failed", "unhealthy")
 REPORT_INTERVAL = 5.0
 #: one store call of the rescue path
 STORE_CALL_TIMEOUT = 10.0
-
-
-class WorkgroupStartError(TaskqError):
-    """the workgroup could not start."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +229,7 @@ class Supervisor:
             self._refresh_gauges()
         log.info("workgroup.stopped", instance=str(self.instance))
         self._emit("stopped", None)
-        return 0
+        return exit_codes.OK
 
     # -- internals ------------------------------------------------------------------------
 
