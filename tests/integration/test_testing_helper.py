@@ -53,6 +53,14 @@ def crunch(n: int) -> int:
     return n * n
 
 
+@registry.actor
+def with_progress(steps: int) -> int:
+    job = taskq.current_job()
+    for step in range(steps):
+        job.update_meta(progress=(step + 1) / steps)
+    return job.attempt
+
+
 @pytest.fixture
 def taskq_registry() -> taskq.Registry:
     return registry
@@ -187,3 +195,14 @@ def test_without_a_client_the_helpers_say_what_to_do() -> None:
         drain()
     with pytest.raises(taskq.ConfigError, match="no taskq client"):
         assert_enqueued(send_welcome)
+
+
+def test_drain_gives_actors_their_current_job_and_saves_its_meta(
+    taskq_client: taskq.Client,
+) -> None:
+    job_id = taskq_client.enqueue_with(with_progress, [4], meta={"user": 7})
+
+    (run,) = drain(taskq_client)
+
+    assert (run.outcome, run.result) == ("succeeded", 1)
+    assert taskq_client.get(job_id).meta == {"user": 7, "progress": 1.0}
