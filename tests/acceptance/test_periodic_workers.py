@@ -106,3 +106,9 @@ def test_two_workers_one_killed_every_tick_once(target: StoreTarget, tmp_path: P
     assert datetime.fromisoformat(listed[0]["next_run"]) > ticks[-1]
     table = taskq_cli(target, "schedules").stdout
     assert "beat" in table and "* * * * * *" in table
+
+
+def test_schedules_on_a_store_no_worker_recorded_any(target: StoreTarget) -> None:
+    taskq_cli(target, "migrate")
+    assert "no schedules recorded" in taskq_cli(target, "schedules").stdout
+    assert json.loads(taskq_cli(target, "schedules", "--json").stdout) == []

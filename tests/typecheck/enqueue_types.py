@@ -28,6 +28,18 @@ def ping() -> None:
     return None
 
 
+@registry.periodic("0 * * * *")
+@registry.actor
+def hourly(limit: int = 10) -> int:
+    return limit
+
+
+def periodic_keeps_the_signature(client: taskq.Client) -> None:
+    client.enqueue(hourly, limit=3)
+    assert_type(hourly(), int)
+    client.enqueue(hourly, "3")  # type: ignore  # limit is an int
+
+
 def sync_producer(client: taskq.Client) -> None:
     assert_type(client.enqueue(resize, "a.png", 64), taskq.JobId)  # a UUID, with .duplicate
     client.enqueue(resize, "a.png", width=64, keep_ratio=False)
