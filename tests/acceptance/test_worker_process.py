@@ -18,8 +18,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from taskq import AsyncClient
-from taskq.worker import exit_codes
+from taskq import AsyncClient, exit_codes
 from tests import worker_actors as actors
 from tests.helpers import async_wait_until, wait_until
 from tests.worker_harness import ROOT, WorkerProcess, http_get_sync, wait_for_states
