@@ -413,6 +413,15 @@ def build_parser() -> argparse.ArgumentParser:
     schedules.add_argument("--json", action="store_true")
 
     sub.add_parser("demo", help="a self-contained tour on SQLite")
+
+    dash = sub.add_parser("dashboard", help="serve the web dashboard (the taskq[web] extra)")
+    dash.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    dash.add_argument("--port", type=int, default=8760, help="port (default 8760)")
+    dash.add_argument(
+        "--allow-actions",
+        action="store_true",
+        help="enable retry/discard/cancel and queue controls (needs TASKQ_DASHBOARD_TOKEN)",
+    )
     return parser
 
 
@@ -681,6 +690,18 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     return run_demo()
 
 
+def cmd_dashboard(ns: argparse.Namespace) -> int:
+    try:
+        from .web.serve import serve
+    except ImportError as exc:
+        raise TaskqError(
+            f"the dashboard needs the web extra ({exc.name} is missing): pip install 'taskq[web]'"
+        ) from None
+    if not 0 <= ns.port <= 65535:
+        raise TaskqError(f"--port {ns.port} is not a port number")
+    return serve(host=ns.host, port=ns.port, allow_actions=ns.allow_actions)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "migrate": cmd_migrate,
     "worker": cmd_worker,
@@ -691,6 +712,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "workers": cmd_workers,
     "schedules": cmd_schedules,
     "demo": cmd_demo,
+    "dashboard": cmd_dashboard,
 }
 
 

@@ -33,14 +33,31 @@ RESULT_DROPPED_NOTE = "result dropped"  # how last_error of a succeeded job star
 TRACEBACK_FRAMES = 8
 
 
+#: how many links of an exception's cause chain an error names
+CAUSE_DEPTH = 5
+
+
 def describe_error(exc: BaseException) -> str:
-    """``Type: message`` and the innermost frames of the traceback, bounded in size."""
+    """``Type: message``, the innermost frames of the traceback, then its causes
+    (``Caused by: Type: message``, from ``raise ... from`` or an exception raised while
+    handling another), bounded in size."""
     head = f"{type(exc).__name__}: {exc}"
     frames = traceback.format_tb(exc.__traceback__, limit=-TRACEBACK_FRAMES)
     text = head + ("\n" + "".join(frames).rstrip() if frames else "")
+    cause, seen = _cause_of(exc), {id(exc)}
+    while cause is not None and id(cause) not in seen and len(seen) <= CAUSE_DEPTH:
+        seen.add(id(cause))
+        text += f"\nCaused by: {type(cause).__name__}: {cause}"
+        cause = _cause_of(cause)
     if len(text) > ERROR_MAX_CHARS:
         text = text[: ERROR_MAX_CHARS - 15] + "\n...[truncated]"
     return text
+
+
+def _cause_of(exc: BaseException) -> BaseException | None:
+    if exc.__cause__ is not None:
+        return exc.__cause__
+    return None if exc.__suppress_context__ else exc.__context__
 
 
 def succeeded(job: ClaimedJob, result: Any, result_max_bytes: int) -> Outcome:

@@ -1,0 +1,156 @@
+"""The dashboard's actions (POST only, ``--allow-actions``): retry, discard and cancel
+jobs (one or many), pause and resume queues, set their limits.
+
+Every action needs actions enabled, an authenticated caller (``security.who``) and the
+CSRF token; each is logged as ``dashboard.action`` with who did it, from where, and
+what it touched. A form's ``next`` (a path on this site) is where the browser goes back
+to, with the outcome in ``done``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+from uuid import UUID
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+
+from ..exceptions import TaskqError
+from ..insight import JobFilter
+from ..logs import get_logger
+from ..store import Store
+from .security import CSRF_FIELD, CSRF_HEADER, csrf_ok
+
+log = get_logger(__name__)
+
+#: how many dead jobs one round of "discard all" deletes
+DISCARD_BATCH = 500
+
+
+def _refuse(status: int, why: str) -> Response:
+    return PlainTextResponse(why + "\n", status_code=status)
+
+
+async def _checked(request: Request) -> tuple[FormData, str] | Response:
+    """The form and who sent it, or the refusal."""
+    if not request.app.state.settings.allow_actions:
+        return _refuse(403, "actions are disabled: start the dashboard with --allow-actions")
+    caller = getattr(request.state, "who", None)
+    if caller is None or caller == "anonymous":
+        return _refuse(401, "actions need TASKQ_DASHBOARD_TOKEN")
+    form = await request.form()
+    submitted = form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
+    if not csrf_ok(request, submitted if isinstance(submitted, str) else None):
+        return _refuse(403, "CSRF check failed: reload the page and try again")
+    return form, caller
+
+
+def _back(form: FormData, done: str) -> Response:
+    target = form.get("next")
+    path = target if isinstance(target, str) and target.startswith("/") else "/"
+    if path.startswith("//"):
+        path = "/"
+    sep = "&" if "?" in path else "?"
+    return RedirectResponse(f"{path}{sep}{urlencode({'done': done})}", status_code=303)
+
+
+def _ids(form: FormData) -> list[UUID]:
+    out = []
+    for value in form.getlist("id"):
+        try:
+            out.append(UUID(str(value)))
+        except ValueError:
+            continue
+    return out
+
+
+def _log(request: Request, caller: str, action: str, **fields: Any) -> None:
+    client = request.client.host if request.client else None
+    log.info("dashboard.action", action=action, who=caller, client=client, **fields)
+
+
+async def _discard_all_dead(store: Store, queue: str | None) -> int:
+    total = 0
+    while True:
+        page = await store.browse_jobs(JobFilter(state="dead", queue=queue), limit=DISCARD_BATCH)
+        if not page:
+            return total
+        total += len(await store.discard_jobs([j.id for j in page]))
+
+
+async def act(request: Request) -> Response:
+    checked = await _checked(request)
+    if isinstance(checked, Response):
+        return checked
+    form, caller = checked
+    store: Store = request.app.state.store
+    action = request.path_params["action"]
+    ids = _ids(form)
+    every = form.get("all") == "dead"
+    queue = form.get("queue") or None
+    queue = queue if isinstance(queue, str) else None
+    if action == "retry":
+        if every:
+            count = await store.retry_all_dead()
+        else:
+            count = len(await store.retry_jobs(ids))
+        done = f"{count} job(s) re-queued"
+    elif action == "discard":
+        if every:
+            count = await _discard_all_dead(store, queue)
+        else:
+            count = len(await store.discard_jobs(ids))
+        done = f"{count} job(s) discarded"
+    elif action == "cancel":
+        count = len(await store.cancel_jobs(ids))
+        done = f"{count} job(s) cancelled"
+    else:
+        return _refuse(404, f"no action {action!r}")
+    _log(
+        request,
+        caller,
+        action,
+        jobs=[str(i) for i in ids[:100]],
+        requested=len(ids),
+        all_dead=every,
+        queue=queue,
+        count=count,
+    )
+    return _back(form, done)
+
+
+async def queue_act(request: Request) -> Response:
+    checked = await _checked(request)
+    if isinstance(checked, Response):
+        return checked
+    form, caller = checked
+    client = request.app.state.client
+    name, action = request.path_params["name"], request.path_params["action"]
+    try:
+        if action == "pause":
+            await client.pause_queue(name, by=f"{caller} (dashboard)")
+            done = f"queue {name} paused"
+        elif action == "resume":
+            await client.resume_queue(name)
+            done = f"queue {name} resumed"
+        elif action == "limits":
+            concurrency = str(form.get("concurrency") or "").strip()
+            rate = str(form.get("rate") or "").strip()
+            await client.set_queue_limits(
+                name, concurrency=int(concurrency) if concurrency else None, rate=rate or None
+            )
+            done = f"queue {name} limits set"
+        else:
+            return _refuse(404, f"no queue action {action!r}")
+    except (TaskqError, ValueError) as exc:
+        return _refuse(400, f"{action} {name}: {exc}")
+    _log(
+        request,
+        caller,
+        f"queue_{action}",
+        queue=name,
+        form={k: str(v) for k, v in form.items() if k != "csrf"},
+    )
+    return _back(form, done)

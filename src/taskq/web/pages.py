@@ -1,0 +1,148 @@
+"""The dashboard's pages (GET only; nothing here changes anything).
+
+Each page renders whole; its live part (``#live``) re-fetches the same URL every few
+seconds with htmx and swaps itself in (``hx-select``), so a page stays current without
+a reload and without a second set of endpoints.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from ..insight import JobFilter
+from ..jobs import ALL_STATES
+from ..store import Store
+from .security import visible_arguments
+
+PAGE_SIZE = 50
+#: a workgroup that has not reported for this long is shown as gone
+WORKGROUP_WINDOW = timedelta(minutes=2)
+
+
+def _store(request: Request) -> Store:
+    store: Store = request.app.state.store
+    return store
+
+
+def _render(request: Request, template: str, **context: Any) -> Response:
+    return request.app.state.pages.render(request, template, **context)  # type: ignore[no-any-return]
+
+
+def _param(request: Request, name: str) -> str | None:
+    value = request.query_params.get(name, "").strip()
+    return value or None
+
+
+async def overview(request: Request) -> Response:
+    store = _store(request)
+    depths = {d.queue: d for d in await store.queue_backlog()}
+    hour = {a.queue: a for a in await store.queue_activity(datetime.now(UTC) - timedelta(hours=1))}
+    paused = {q.name for q in await request.app.state.client.queues() if q.paused}
+    names = sorted(set(depths) | set(hour))
+    rows = [{"name": n, "depth": depths.get(n), "hour": hour.get(n)} for n in names]
+    return _render(request, "overview.html", rows=rows, paused=paused, page="overview")
+
+
+def _filters(request: Request) -> JobFilter:
+    state = _param(request, "state")
+    return JobFilter(
+        state=state if state in ALL_STATES else None,
+        queue=_param(request, "queue"),
+        actor=_param(request, "actor"),
+        tag=_param(request, "tag"),
+        error=_param(request, "error"),
+    )
+
+
+def _cursor(request: Request) -> UUID | None:
+    try:
+        return UUID(request.query_params["before"])
+    except (KeyError, ValueError):
+        return None
+
+
+async def jobs(request: Request) -> Response:
+    filters = _filters(request)
+    page = await _store(request).browse_jobs(filters, before=_cursor(request), limit=PAGE_SIZE + 1)
+    more = len(page) > PAGE_SIZE
+    page = page[:PAGE_SIZE]
+    return _render(
+        request,
+        "jobs.html",
+        jobs=page,
+        filters=filters,
+        states=ALL_STATES,
+        next_before=page[-1].id if more else None,
+        page="jobs",
+    )
+
+
+async def dead(request: Request) -> Response:
+    queue = _param(request, "queue")
+    page = await _store(request).browse_jobs(
+        JobFilter(state="dead", queue=queue), before=_cursor(request), limit=PAGE_SIZE + 1
+    )
+    more = len(page) > PAGE_SIZE
+    page = page[:PAGE_SIZE]
+    total = sum(
+        d.dead for d in await _store(request).queue_backlog() if not queue or d.queue == queue
+    )
+    return _render(
+        request,
+        "dead.html",
+        jobs=page,
+        queue=queue,
+        total=total,
+        next_before=page[-1].id if more else None,
+        page="dead",
+    )
+
+
+async def job(request: Request) -> Response:
+    try:
+        job_id = UUID(request.path_params["job_id"])
+    except ValueError:
+        return PlainTextResponse("not a job id\n", status_code=404)
+    store = _store(request)
+    found = await store.get_job(job_id)
+    if found is None:
+        return _render(request, "missing.html", job_id=job_id, page="jobs")
+    meta = getattr(found, "meta", None)
+    args, kwargs, hidden = visible_arguments(found.args, found.kwargs, meta)
+    sensitive = isinstance(meta, dict) and meta.get("sensitive") is True
+    duration = (
+        (found.finished_at - found.started_at).total_seconds()
+        if found.finished_at and found.started_at
+        else None
+    )
+    return _render(
+        request,
+        "job.html",
+        job=found,
+        args=args,
+        kwargs=kwargs,
+        hidden=hidden,
+        result="••••••" if sensitive else found.result,
+        meta=meta,
+        tags=getattr(found, "tags", None),
+        errors=await store.job_errors(job_id),
+        duration=duration,
+        page="jobs",
+    )
+
+
+async def workers(request: Request) -> Response:
+    store = _store(request)
+    rows = await store.list_workers()
+    groups = await store.list_workgroups(datetime.now(UTC) - WORKGROUP_WINDOW)
+    return _render(request, "workers.html", workers=rows, workgroups=groups, page="workers")
+
+
+async def queues(request: Request) -> Response:
+    infos = await request.app.state.client.queues()
+    return _render(request, "queues.html", queues=infos, page="queues")
