@@ -168,6 +168,20 @@ def test_a_connection_to_another_database_or_schema_or_file_is_refused(client, t
     assert client.stats()["queued"] == 0
 
 
+async def test_async_client_on_a_sync_connection(target, tmp_path):
+    await asyncio.to_thread(_migrate, target)
+    conn = _app_connection(target)
+    try:
+        async with AsyncClient(target.dsn, schema=target.schema) as client:
+            job_id = await client.enqueue_with(REMEMBER, ["sync-conn"], connection=conn)
+            with pytest.raises(JobNotFound):
+                await client.get(job_id)
+            conn.commit()
+            assert (await client.get(job_id)).state == "queued"
+    finally:
+        conn.close()
+
+
 # -- SQLAlchemy --------------------------------------------------------------------------
 
 

@@ -39,6 +39,9 @@ PG_STATEMENTS = (
     "enqueue_copy_run_at",
     "unique_holders",
     "connection_identity",
+    "enqueue_stage",
+    "enqueue_stage_copy",
+    "enqueue_from_stage",
 )
 SETTLE_ROUNDS = 5  # a key whose holder keeps finishing between insert and lookup
 
@@ -77,6 +80,26 @@ def _pg_columns(specs: Sequence[JobSpec]) -> dict[str, Any]:
     }
 
 
+def stage_row(s: JobSpec) -> tuple[Any, ...]:
+    """One spec as a row of ``enqueue_stage_copy``."""
+    return (
+        s.id,
+        s.actor,
+        s.queue,
+        s.args_json,
+        s.kwargs_json,
+        s.priority,
+        s.run_at,
+        s.max_attempts,
+        s.max_crashes,
+        s.idempotent,
+        s.unique_key,
+        s.unique_states,
+        s.meta_json,
+        json.dumps(list(s.tags)) if s.tags else None,
+    )
+
+
 def _pg_full(specs: Sequence[JobSpec]) -> dict[str, Any]:
     params = _pg_columns(specs)
     params["unique_keys"] = [s.unique_key for s in specs]
@@ -86,8 +109,12 @@ def _pg_full(specs: Sequence[JobSpec]) -> dict[str, Any]:
     return params
 
 
-def pg_steps(statements: dict[str, str], specs: Sequence[JobSpec]) -> Steps:
-    """Insert ``specs``; return one id per spec (its own, or its key's holder)."""
+def pg_steps(
+    statements: dict[str, str], specs: Sequence[JobSpec], inserted: set[UUID] | None = None
+) -> Steps:
+    """Insert ``specs``; return one id per spec (its own, or its key's holder).
+    ``inserted``: the batch was already inserted (by COPY through the staging table) and
+    these ids went in; only the lookup of holders (and any re-insert) is left."""
     if not needs_full(specs):
         if len(specs) == 1:
             (s,) = specs
@@ -110,13 +137,15 @@ def pg_steps(statements: dict[str, str], specs: Sequence[JobSpec]) -> Steps:
     ids: list[UUID | None] = [None] * len(specs)
     pending = list(range(len(specs)))
     for _ in range(SETTLE_ROUNDS):
-        batch = [specs[i] for i in pending]
-        rows = yield statements["enqueue_full"], _pg_full(batch), True
-        inserted = {r[0] for r in rows}
+        if inserted is None:
+            batch = [specs[i] for i in pending]
+            rows = yield statements["enqueue_full"], _pg_full(batch), True
+            inserted = {r[0] for r in rows}
         for i in pending:
             if specs[i].id in inserted:
                 ids[i] = specs[i].id
         pending = [i for i in pending if ids[i] is None]
+        inserted = None
         if not pending:
             return [i for i in ids if i is not None]
         keys = sorted({str(specs[i].unique_key) for i in pending})

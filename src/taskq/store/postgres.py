@@ -47,7 +47,7 @@ from ..jobs import (
 from ..logs import get_logger
 from ..settings import redact, validate_schema
 from .drift import config_differences
-from .enqueue import jobs_table, needs_full, pg_statements, pg_steps, run_async
+from .enqueue import jobs_table, needs_full, pg_statements, pg_steps, run_async, stage_row
 from .postgres_insight import PostgresInsight
 from .queues import limits_from_row, overview
 from .rows import Codec
@@ -313,10 +313,26 @@ class PostgresStore(PostgresInsight):
                     await self._copy_jobs(conn, [s for s in specs if s.run_at is None])
                     await self._copy_jobs(conn, [s for s in specs if s.run_at is not None])
                 return [s.id for s in specs]
+            if full and len(specs) >= COPY_THRESHOLD:  # COPY to a staging table first
+                async with conn.transaction():
+                    inserted = await self._stage_jobs(conn, specs)
+                    return await run_async(conn, pg_steps(self.enqueue_sql, specs, inserted))
             if full and len(specs) > 1:  # insert, look up holders, maybe insert again
                 async with conn.transaction():
                     return await run_async(conn, pg_steps(self.enqueue_sql, specs))
             return await run_async(conn, pg_steps(self.enqueue_sql, specs))
+
+    async def _stage_jobs(
+        self, conn: psycopg.AsyncConnection, specs: Sequence[JobSpec]
+    ) -> set[UUID]:
+        """COPY a batch that carries unique keys, meta or tags into the session's staging
+        table, insert it in one statement; return the ids inserted (inside a transaction)."""
+        await conn.execute(self.enqueue_sql["enqueue_stage"])
+        async with conn.cursor().copy(self.enqueue_sql["enqueue_stage_copy"]) as copy:
+            for s in specs:
+                await copy.write_row(stage_row(s))
+        cur = await conn.execute(self.enqueue_sql["enqueue_from_stage"])
+        return {row[0] for row in await cur.fetchall()}
 
     async def identity(self) -> tuple[Any, ...]:
         """(database, port, server start time) of this store's server: a caller's

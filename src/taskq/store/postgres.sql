@@ -105,6 +105,38 @@ ON CONFLICT (unique_key)
     DO NOTHING
 RETURNING id;
 
+-- name: enqueue_stage
+-- description: A session's staging table for large batches with unique keys, meta or tags.
+-- COPY into it, then one INSERT ... SELECT ON CONFLICT (enqueue_from_stage): about twice
+-- the speed of enqueue_full's unnest for thousands of rows. Emptied at every commit.
+CREATE TEMP TABLE IF NOT EXISTS taskq_enqueue_stage (
+    id uuid, actor text, queue text, args text, kwargs text, priority int,
+    run_at timestamptz, max_attempts int, max_crashes int, idempotent bool,
+    unique_key text, unique_states text, meta text, tags text
+) ON COMMIT DELETE ROWS;
+
+-- name: enqueue_stage_copy
+-- description: Stream a large batch into the staging table.
+COPY pg_temp.taskq_enqueue_stage (id, actor, queue, args, kwargs, priority, run_at,
+                                  max_attempts, max_crashes, idempotent, unique_key,
+                                  unique_states, meta, tags)
+FROM STDIN;
+
+-- name: enqueue_from_stage
+-- description: Insert the staged batch; a held key inserts nothing (as enqueue_full).
+INSERT INTO {schema}.jobs (id, actor, queue, args, kwargs, priority, run_at,
+                           max_attempts, max_crashes, idempotent, unique_key,
+                           unique_states, meta, tags)
+SELECT v.id, v.actor, v.queue, v.args::json, v.kwargs::json, v.priority,
+       coalesce(v.run_at, now()), v.max_attempts, v.max_crashes, v.idempotent,
+       v.unique_key, v.unique_states, v.meta::json,
+       CASE WHEN v.tags IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(v.tags::json)) END
+FROM pg_temp.taskq_enqueue_stage AS v
+ON CONFLICT (unique_key)
+    WHERE unique_key IS NOT NULL AND strpos(unique_states, ',' || state || ',') > 0
+    DO NOTHING
+RETURNING id;
+
 -- name: unique_holders
 -- description: The jobs holding these unique keys now (enqueue's answer to a duplicate).
 SELECT unique_key, id FROM {schema}.jobs
