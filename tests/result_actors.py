@@ -4,7 +4,7 @@ rule must treat them alike (tests/integration/test_worker_results.py)."""
 
 from __future__ import annotations
 
-from taskq import Registry
+from taskq import Registry, Snooze
 
 registry = Registry()
 
@@ -37,3 +37,20 @@ def cpu_not_json() -> object:
 @registry.actor(cpu_bound=True)
 def cpu_sized(n_chars: int) -> str:
     return "x" * n_chars
+
+
+# a returned Snooze is not a result: it snoozes, on every runner (max_snoozes=1: the
+# first run snoozes, the second is dead/snoozed_too_often)
+@registry.actor(max_snoozes=1)
+async def async_snooze() -> object:
+    return Snooze(0.01)
+
+
+@registry.actor(max_snoozes=1)
+def sync_snooze() -> object:
+    return Snooze(0.01)
+
+
+@registry.actor(cpu_bound=True, max_snoozes=1)
+def cpu_snooze() -> object:
+    return Snooze(0.01)

@@ -78,3 +78,16 @@ async def test_a_result_that_cannot_be_stored_is_dropped_alike_on_every_runner(
     for event in dropped:
         assert by_id[UUID(event["job"])].last_error == f"result dropped: {event['reason']}"
     assert_no_process_left()
+
+
+async def test_a_returned_snooze_is_a_snooze_not_a_result_on_every_runner(target, store):
+    async with AsyncClient(store=store) as client:
+        ids = {kind: await client.enqueue(getattr(actors, f"{kind}_snooze")) for kind in KINDS}
+        async with running_worker(target, actors=ACTORS, cpu_workers=1, max_concurrency=4):
+            done = await wait_for_states(store, list(ids.values()), {"succeeded", "dead"})
+    by_id = {job.id: job for job in done}
+    for kind, job_id in ids.items():
+        job = by_id[job_id]
+        assert (job.state, job.dead_reason) == ("dead", "snoozed_too_often"), (kind, job)
+        assert job.snooze_count == 1, (kind, job)
+    assert_no_process_left()

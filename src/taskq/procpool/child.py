@@ -27,6 +27,7 @@ from typing import Any
 
 from .. import exit_codes
 from ..context import JobContext, running
+from ..exceptions import Snooze
 from ..logs import configure, get_logger, job_context
 from ..payload import encode_result
 from ..registry import Registry, load_registry
@@ -113,6 +114,8 @@ def _run_one(registry: Registry, job: Run) -> JobReply:
         value = actor.fn(*args, **kwargs)
     except Exception as exc:
         return Raised(job.seq, type(exc).__qualname__, str(exc), traceback.format_exc())
+    if isinstance(value, Snooze):  # returned, not raised: the same (as on the other runners)
+        return Raised(job.seq, "Snooze", str(value), "")
     result_json, why = encode_result(value, actor=job.actor, max_bytes=job.max_result_bytes)
     if result_json is None:
         return ResultNotSent(job.seq, why or "")
@@ -127,7 +130,7 @@ def _serve(conn: Connection, registry: Registry, job: Run) -> None:
         with running(JobContext.from_text(job.context_json)) as ctx:
             reply = _run_one(registry, job)
         meta_json = ctx.changed_meta_json
-        if meta_json is not None and isinstance(reply, Returned | Raised):
+        if meta_json is not None and isinstance(reply, Returned | Raised | ResultNotSent):
             reply = replace(reply, meta_json=meta_json)
     else:
         with job_context(dict(job.log_fields)) if job.log_fields else contextlib.nullcontext():

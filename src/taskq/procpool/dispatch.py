@@ -225,8 +225,9 @@ class Dispatcher:
                 # the process survived the job: the slot did real work
                 self._slots.job_survived(slot)
                 self._probe_verdict(probe)
-                if isinstance(reply, Returned | Raised) and reply.meta_json and job.context:
-                    job.context.absorb(reply.meta_json)
+                meta_json = None if isinstance(reply, Undecodable) else reply.meta_json
+                if meta_json and job.context:
+                    job.context.absorb(meta_json)
                 return _result(reply)
 
     def _probe_verdict(self, probe: bool) -> None:

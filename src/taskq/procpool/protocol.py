@@ -11,7 +11,7 @@ text end to end, the user's objects are never pickled. Both ends read them with
     child  -> parent  Started(seq, memory_limit_mib)      the job was received
     child  -> parent  Returned(seq, result_json, meta_json)       meta: if the job changed it
     child  -> parent  Raised(seq, error_type, message, traceback, meta_json)   the job raised
-    child  -> parent  ResultNotSent(seq, reason)          the job returned, but its result
+    child  -> parent  ResultNotSent(seq, reason, meta_json)   the job returned, but its result
                                                           cannot be sent (not JSON, too big)
     child  -> parent  Undecodable(seq, message)           the payload is not valid JSON
 
@@ -76,6 +76,7 @@ class Raised:
 class ResultNotSent:
     seq: int
     reason: str
+    meta_json: str | None = None  # the job's whole meta, if the run changed it
 
 
 @dataclass(frozen=True, slots=True)
