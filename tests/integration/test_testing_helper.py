@@ -47,6 +47,12 @@ def fan_out(count: int) -> None:
             client.enqueue(send_welcome, f"user{i}@example.com")
 
 
+@registry.actor
+def hand_over(address: str) -> None:
+    with taskq.Client() as client:  # to a queue no actor of the registry names
+        client.enqueue_with(send_welcome, [address], queue="brand-new")
+
+
 @registry.actor(cpu_bound=True)
 def crunch(n: int) -> int:
     calls.append(f"crunch {n}")  # runs in this process: the list is the test's own
@@ -140,6 +146,19 @@ def test_drain_runs_jobs_that_jobs_enqueue(taskq_client: taskq.Client) -> None:
 
     assert [r.actor for r in runs] == ["fan_out"] + ["send_welcome"] * 3
     assert sorted(calls) == [f"user{i}@example.com" for i in range(3)]
+
+
+def test_drain_follows_jobs_to_a_queue_that_appears_on_the_way(
+    taskq_client: taskq.Client,
+) -> None:
+    taskq_client.enqueue(hand_over, "ada@example.com")
+
+    runs = drain(taskq_client)
+
+    assert [(r.actor, r.queue, r.state) for r in runs] == [
+        ("hand_over", "default", "succeeded"),
+        ("send_welcome", "brand-new", "succeeded"),
+    ]
 
 
 def test_drain_one_queue_leaves_the_others(taskq_client: taskq.Client) -> None:

@@ -104,13 +104,22 @@ async def drain_async(
     executor = Executor(registry, threads, None, RESULT_MAX_BYTES)
     runs: list[Ran] = []
     try:
+        queues = await _queues(store, registry, wanted)
+        settled = False
         while True:
-            queues = await _queues(store, registry, wanted)
             claimed = await store.claim(worker_id, queues, 1, DRAIN_LEASE)
             if not claimed:
+                # the queues again only now: a run may have enqueued to a new one
+                known, queues = queues, await _queues(store, registry, wanted)
+                if queues != known:
+                    continue
                 if scheduled and await store.advance_next_scheduled(queues):
                     continue
+                if scheduled and not settled:
+                    settled = True  # a job may have come due between the claim and now
+                    continue
                 return runs
+            settled = False
             job = claimed[0]
             if len(runs) >= max_runs:
                 await store.give_back(worker_id, [(job.id, job.attempt)])
