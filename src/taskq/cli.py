@@ -406,6 +406,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     workers = sub.add_parser("workers", help="list registered worker processes")
     workers.add_argument("--json", action="store_true", help="a JSON array of worker rows")
+    workers.add_argument(
+        "--stale-after",
+        type=_positive_seconds,
+        default=30.0,
+        metavar="S",
+        help="a row not seen for longer is shown `stale`: its process is gone or cut off "
+        "(a live worker touches it every --heartbeat-interval, 2 s by default)",
+    )
 
     schedules = sub.add_parser(
         "schedules", help="list periodic schedules (as workers recorded them) and next runs"
@@ -646,16 +654,34 @@ def _print_queues(rows: list[QueueInfo]) -> None:
 
 
 def cmd_workers(ns: argparse.Namespace) -> int:
-    rows = _with_client(ns, lambda c: c.store.list_workers())
+    async def rows_and_now(client: AsyncClient) -> tuple[list[Any], Any]:
+        return await client.store.list_workers(), await client.store.now()
+
+    rows, now = _with_client(ns, rows_and_now)
+
+    def status(row: Any) -> tuple[str, float | None]:
+        if row.last_seen_at is None:
+            return "stale", None
+        ago = max((now - row.last_seen_at).total_seconds(), 0.0)
+        return ("alive" if ago <= ns.stale_after else "stale"), round(ago, 1)
+
     if ns.json:
-        _print_json([r.to_dict() for r in rows])
+        out = []
+        for r in rows:
+            state, ago = status(r)
+            out.append({**r.to_dict(), "status": state, "last_seen_seconds_ago": ago})
+        _print_json(out)
         return EXIT_OK
-    print(f"{'id':<36}  {'label':<16} {'pid':>7} {'hostname':<20} {'last_seen_at':<32} queues")
+    print(
+        f"{'id':<36}  {'status':<6} {'label':<16} {'pid':>7} {'hostname':<20} "
+        f"{'last_seen':>10}  queues"
+    )
     for r in rows:
+        state, ago = status(r)
+        seen = "-" if ago is None else f"{ago:.0f}s ago"
         print(
-            f"{r.id!s:<36}  {(r.worker_label or '-')[:16]:<16} {r.pid:>7} "
-            f"{r.hostname[:20]:<20} {r.last_seen_at.isoformat() if r.last_seen_at else '-':<32} "
-            f"{','.join(r.queues)}"
+            f"{r.id!s:<36}  {state:<6} {(r.worker_label or '-')[:16]:<16} {r.pid:>7} "
+            f"{r.hostname[:20]:<20} {seen:>10}  {','.join(r.queues)}"
         )
     return EXIT_OK
 

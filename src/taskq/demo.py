@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import shutil
+import shlex
 import sys
 import tempfile
 import time
@@ -131,10 +131,25 @@ def _summary(jobs: list[Job], events: list[SupervisionEvent]) -> list[str]:
         if j.state == "dead" and j.dead_reason not in examples:
             examples[j.dead_reason] = j
     if examples:
-        lines += ["", "Why they are dead (one example each, `taskq jobs show ID` for more):"]
+        lines += ["", "Why they are dead (one example each):"]
         for reason, j in sorted(examples.items()):
             error = (j.last_error or "-").strip().splitlines()[0]
-            lines.append(f"  {reason:<9} {j.actor}: {error[:110]}")
+            lines.append(f"  {reason:<9} {j.actor} {j.id}: {error[:110]}")
+    return lines
+
+
+def _follow_up(dsn: str, directory: str, jobs: list[Any]) -> list[str]:
+    """Commands that work after the demo: its store is kept for them."""
+    taskq = f"taskq --dsn {shlex.quote(dsn)}"
+    dead = next((j for j in jobs if j.state == "dead"), None)
+    lines = ["", f"The demo's store is kept in {directory}; look closer with:"]
+    if dead is not None:
+        lines.append(f"  {taskq} jobs show {dead.id}")
+    lines += [
+        f"  {taskq} jobs list --state dead",
+        f"  {taskq} jobs stats",
+        f"and remove it with: rm -r {shlex.quote(directory)}",
+    ]
     return lines
 
 
@@ -192,7 +207,7 @@ async def _demo(directory: str) -> int:
             supervisor.request_stop()
             await run
         jobs = await client.list(limit=10_000)
-    for line in _summary(jobs, events):
+    for line in _summary(jobs, events) + _follow_up(dsn, directory, jobs):
         print(line)
     stuck = [j for j in jobs if j.state in ("queued", "running")]
     if stuck:
@@ -211,7 +226,4 @@ def run_demo() -> int:
     directory = tempfile.mkdtemp(prefix="taskq-demo-")
     if not os.environ.get("TASKQ_DEMO_VERBOSE"):
         logging.getLogger("taskq").setLevel(logging.CRITICAL + 10)  # the demo prints its own lines
-    try:
-        return asyncio.run(_demo(directory))
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+    return asyncio.run(_demo(directory))  # the directory is kept: the summary's commands use it

@@ -565,6 +565,18 @@ async def test_rescue_worker_touches_only_that_worker_and_drops_its_row(store):
     assert await store.rescue_worker(dead_w.id, "again") == []
 
 
+async def test_a_lease_expiry_names_the_worker_its_host_and_pid_once(store):
+    lost = WorkerInfo(id=uuid7(), pid=4242, hostname="box-7", queues=["default"])
+    await store.register_worker(lost)
+    await store.enqueue([spec(idempotent=True)])
+    (expired,) = await claim_all(store, lost.id, limit=1, lease=-1)
+    await store.rescue_expired("lease expired")
+    job = await store.get_job(expired.id)
+    assert job.last_error == (
+        f"lease expired: worker {lost.id} on box-7 (pid 4242) stopped heartbeating"
+    )
+
+
 async def test_rescue_expired_only_touches_expired_leases_and_names_the_worker(store):
     lost, alive = uuid7(), uuid7()
     await store.enqueue([spec(idempotent=True), spec(idempotent=True)])
@@ -573,7 +585,7 @@ async def test_rescue_expired_only_touches_expired_leases_and_names_the_worker(s
     rescued = await store.rescue_expired("lease expired")
     assert [(r.id, r.state, r.crash_count) for r in rescued] == [(expired.id, "queued", 1)]
     job = await store.get_job(expired.id)
-    assert job.last_error == f"lease expired: worker {lost} lease expired"
+    assert job.last_error == f"lease expired: worker {lost} stopped heartbeating"  # no row left
     assert (await store.get_job(fresh.id)).state == "running"
     assert await store.rescue_expired("lease expired") == []
 
@@ -657,6 +669,33 @@ async def test_prune_deletes_old_succeeded_jobs_and_idle_workers(store):
         "cancelled": 0,
     }
     assert [w.id for w in await store.list_workers()] == [busy.id]  # it holds a running job
+
+
+async def test_prune_deletes_dead_and_cancelled_jobs_only_when_given_their_cutoff(store):
+    w = uuid7()
+    ids = await store.enqueue([spec(), spec(), spec()])
+    (dead,) = await claim_all(store, w, limit=1)
+    await store.complete(
+        w, [Outcome(dead.id, dead.attempt, OutcomeKind.DEAD, error="no", dead_reason="failed")]
+    )
+    (cancelled,) = await store.cancel_jobs([ids[2]])
+    cutoff = await store.now() + timedelta(seconds=1)
+    assert await store.prune(succeeded_before=cutoff, workers_before=cutoff) == (0, 0)
+    assert await store.prune(
+        succeeded_before=cutoff,
+        workers_before=cutoff,
+        dead_before=cutoff - timedelta(hours=1),
+        cancelled_before=cutoff - timedelta(hours=1),
+    ) == (0, 0)
+    assert await store.prune(
+        succeeded_before=cutoff, workers_before=cutoff, dead_before=cutoff
+    ) == (1, 0)
+    assert await store.get_job(dead.id) is None
+    assert await store.prune(
+        succeeded_before=cutoff, workers_before=cutoff, cancelled_before=cutoff
+    ) == (1, 0)
+    assert await store.get_job(cancelled) is None
+    assert (await store.stats())["queued"] == 1
 
 
 # -- waking --------------------------------------------------------------------------

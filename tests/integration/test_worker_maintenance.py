@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from taskq import AsyncClient
 from taskq.ids import uuid7
 from taskq.jobs import Outcome, OutcomeKind, WorkerInfo
@@ -90,3 +92,35 @@ async def _pruned(store, ids, stale_id, live_id) -> bool:
     workers = {w.id for w in await store.list_workers()}
     jobs = [await store.get_job(i) for i in ids]
     return all(j is None for j in jobs) and stale_id not in workers and live_id in workers
+
+
+@pytest.mark.parametrize("keep", [False, True])
+async def test_sweeper_prunes_dead_and_cancelled_jobs_past_their_retention(
+    target, store, runs_file, keep: bool
+):
+    """Dead and cancelled jobs have a retention too (None keeps them forever)."""
+    retention = None if keep else 0.0
+    async with AsyncClient(store=store) as client:
+        dead = await client.enqueue(actors.async_too_slow, "d")
+        cancelled = await client.enqueue_with(actors.noop, delay=3600)
+        await client.cancel(cancelled)
+        done = await client.enqueue(actors.noop)  # pruned at once: proof a prune pass ran
+        async with running_worker(
+            target,
+            retention_succeeded=0.0,
+            retention_dead=retention,
+            retention_cancelled=retention,
+            prune_interval=0.2,
+            sweep_interval=0.2,
+        ):
+            await async_wait_until(
+                lambda: _gone(store, [done] if keep else [done, dead, cancelled]),
+                what="the jobs past their retention pruned",
+            )
+    if keep:
+        assert (await store.get_job(dead)).state == "dead"
+        assert (await store.get_job(cancelled)).state == "cancelled"
+
+
+async def _gone(store, ids) -> bool:
+    return all([await store.get_job(i) is None for i in ids])

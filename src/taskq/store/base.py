@@ -174,11 +174,18 @@ class Store(Protocol):
         alive, whatever their lease says."""
 
     async def prune(
-        self, *, succeeded_before: datetime, workers_before: datetime, batch: int = 1000
+        self,
+        *,
+        succeeded_before: datetime,
+        workers_before: datetime,
+        batch: int = 1000,
+        dead_before: datetime | None = None,
+        cancelled_before: datetime | None = None,
     ) -> tuple[int, int]:
-        """Delete succeeded jobs finished before ``succeeded_before`` (in batches) and
-        worker rows not seen since ``workers_before`` that hold no running job.
-        Returns (jobs_deleted, workers_deleted)."""
+        """Delete succeeded jobs finished before ``succeeded_before``, dead ones before
+        ``dead_before`` and cancelled ones before ``cancelled_before`` (None: keep them),
+        in batches, and worker rows not seen since ``workers_before`` that hold no
+        running job. Returns (jobs_deleted, workers_deleted)."""
 
     # -- queue controls ----------------------------------------------------------------
     async def set_queue_paused(self, name: str, paused: bool, *, by: str | None = None) -> None:

@@ -636,17 +636,29 @@ class PostgresStore(PostgresInsight):
         return [CODEC.rescued(r) for r in rows]
 
     async def prune(
-        self, *, succeeded_before: datetime, workers_before: datetime, batch: int = 1000
+        self,
+        *,
+        succeeded_before: datetime,
+        workers_before: datetime,
+        batch: int = 1000,
+        dead_before: datetime | None = None,
+        cancelled_before: datetime | None = None,
     ) -> tuple[int, int]:
         jobs_deleted = 0
+        passes: list[tuple[str, dict[str, Any]]] = [
+            ("prune_succeeded", {"before": succeeded_before, "batch": batch})
+        ] + [
+            ("prune_ended", {"state": state, "before": before, "batch": batch})
+            for state, before in (("dead", dead_before), ("cancelled", cancelled_before))
+            if before is not None
+        ]
         async with self._connection() as conn:
-            while True:
-                cur = await conn.execute(
-                    Q["prune_succeeded"], {"before": succeeded_before, "batch": batch}
-                )
-                jobs_deleted += cur.rowcount
-                if cur.rowcount < batch:
-                    break
+            for name, params in passes:
+                while True:
+                    cur = await conn.execute(Q[name], params)
+                    jobs_deleted += cur.rowcount
+                    if cur.rowcount < batch:
+                        break
             cur = await conn.execute(Q["prune_workers"], {"before": workers_before})
             return jobs_deleted, cur.rowcount
 

@@ -618,9 +618,11 @@ WITH sweeper AS (
     SELECT pg_try_advisory_xact_lock(hashtext(%(lock_key)s)) AS got
 ), verdict AS (
     SELECT j.id,
-           %(cause)s || ': worker ' || j.worker_id::text || ' lease expired' AS error,
+           %(cause)s || ': worker ' || j.worker_id::text
+               || coalesce(' on ' || w.hostname || ' (pid ' || w.pid::text || ')', '')
+               || ' stopped heartbeating' AS error,
            {{crash_verdict}}
-    FROM jobs j, sweeper
+    FROM jobs j CROSS JOIN sweeper LEFT JOIN workers w ON w.id = j.worker_id
     WHERE sweeper.got AND j.state = 'running' AND j.lease_expires_at < now()
       AND j.worker_id IS DISTINCT FROM %(exclude_worker)s::uuid
 ), rescued AS (
@@ -641,6 +643,13 @@ FROM rescued;
 DELETE FROM jobs
 WHERE id IN (SELECT id FROM jobs
              WHERE state = 'succeeded' AND finished_at < %(before)s
+             LIMIT %(batch)s);
+
+-- name: prune_ended
+-- description: Delete one batch of jobs in one other end state (dead, cancelled) finished before a time.
+DELETE FROM jobs
+WHERE id IN (SELECT id FROM jobs
+             WHERE state = %(state)s AND finished_at < %(before)s
              LIMIT %(batch)s);
 
 -- name: prune_workers

@@ -112,6 +112,13 @@ def split_script(script: str) -> list[str]:
 CODEC = Codec(uuid=UUID, time=_dt, texts=json.loads)
 
 
+def lease_expired_error(cause: str, worker_id: str, hostname: str | None, pid: int | None) -> str:
+    """``lease expired: worker ID on HOST (pid N) stopped heartbeating`` (the host and pid
+    only while the worker's row is left); the Postgres store builds the same in SQL."""
+    where = f" on {hostname} (pid {pid})" if hostname is not None else ""
+    return f"{cause}: worker {worker_id}{where} stopped heartbeating"
+
+
 class SqliteStore(SqliteInsight):
     """``Store`` on one SQLite file."""
 
@@ -660,7 +667,7 @@ class SqliteStore(SqliteInsight):
                     r["id"],
                     r["attempt"],
                     r["worker_id"],
-                    f"{cause}: worker {r['worker_id']} lease expired",
+                    lease_expired_error(cause, r["worker_id"], r["hostname"], r["pid"]),
                 )
                 for r in runs
             ],
@@ -673,29 +680,43 @@ class SqliteStore(SqliteInsight):
         # BEGIN IMMEDIATE makes this exclusive across processes: one sweeper at a time.
         return await self._run(self._write, self._rescue_expired, cause, exclude_worker)
 
-    def _prune(self, succeeded_before: float, workers_before: float, batch: int) -> tuple[int, int]:
+    def _prune(
+        self, succeeded_before: float, workers_before: float, batch: int, ended: dict[str, float]
+    ) -> tuple[int, int]:
         jobs_deleted = 0
-        while True:
-            deleted = self._write(
-                lambda: (
-                    self._db.execute(
-                        Q["prune_succeeded"], {"before": succeeded_before, "batch": batch}
-                    ).rowcount
+        passes = [("prune_succeeded", {"before": succeeded_before, "batch": batch})] + [
+            ("prune_ended", {"state": state, "before": before, "batch": batch})
+            for state, before in ended.items()
+        ]
+        for name, params in passes:
+            while True:
+                deleted = self._write(
+                    lambda name=name, params=params: self._db.execute(Q[name], params).rowcount
                 )
-            )
-            jobs_deleted += deleted
-            if deleted < batch:
-                break
+                jobs_deleted += deleted
+                if deleted < batch:
+                    break
         workers_deleted = self._write(
             lambda: self._db.execute(Q["prune_workers"], {"before": workers_before}).rowcount
         )
         return jobs_deleted, workers_deleted
 
     async def prune(
-        self, *, succeeded_before: datetime, workers_before: datetime, batch: int = 1000
+        self,
+        *,
+        succeeded_before: datetime,
+        workers_before: datetime,
+        batch: int = 1000,
+        dead_before: datetime | None = None,
+        cancelled_before: datetime | None = None,
     ) -> tuple[int, int]:
+        ended = {
+            state: before.timestamp()
+            for state, before in (("dead", dead_before), ("cancelled", cancelled_before))
+            if before is not None
+        }
         return await self._run(
-            self._prune, succeeded_before.timestamp(), workers_before.timestamp(), batch
+            self._prune, succeeded_before.timestamp(), workers_before.timestamp(), batch, ended
         )
 
     # -- waking ----------------------------------------------------------------------

@@ -427,16 +427,24 @@ WHERE id = :id AND attempt = :attempt AND worker_id = :worker_id AND state = 'ru
 SELECT id, attempt, worker_id FROM jobs WHERE worker_id = :worker_id AND state = 'running';
 
 -- name: expired_runs
--- description: Runs whose lease expired (the sweeper).
-SELECT id, attempt, worker_id FROM jobs
-WHERE state = 'running' AND lease_expires_at < :now
-  AND worker_id IS NOT :exclude_worker;
+-- description: Runs whose lease expired (the sweeper), with their worker's host and pid if its row is left.
+SELECT j.id, j.attempt, j.worker_id, w.hostname, w.pid
+FROM jobs j LEFT JOIN workers w ON w.id = j.worker_id
+WHERE j.state = 'running' AND j.lease_expires_at < :now
+  AND j.worker_id IS NOT :exclude_worker;
 
 -- name: prune_succeeded
 -- description: Delete one batch of succeeded jobs finished before a time.
 DELETE FROM jobs
 WHERE id IN (SELECT id FROM jobs
              WHERE state = 'succeeded' AND finished_at < :before
+             LIMIT :batch);
+
+-- name: prune_ended
+-- description: Delete one batch of jobs in one other end state (dead, cancelled) finished before a time.
+DELETE FROM jobs
+WHERE id IN (SELECT id FROM jobs
+             WHERE state = :state AND finished_at < :before
              LIMIT :batch);
 
 -- name: prune_workers

@@ -31,6 +31,8 @@ class WorkerConfig:
     # maintenance
     sweep_interval: float = 5.0
     retention_succeeded: float = 7 * 24 * 3600.0  # seconds to keep succeeded jobs
+    retention_dead: float | None = 30 * 24 * 3600.0  # seconds to keep dead jobs (None: forever)
+    retention_cancelled: float | None = 7 * 24 * 3600.0  # ... cancelled jobs (None: forever)
     extra: dict[str, str] = field(default_factory=dict)
     # worker internals (no CLI flag yet; defaults are what `taskq worker` runs with)
     middleware: tuple[str, ...] = ()  # MODULE:ATTR references of worker middleware

@@ -3,8 +3,9 @@
 Every ``interval`` seconds ``store.rescue_expired`` applies the crash rules to running
 jobs whose lease expired (their worker stopped heartbeating: SIGKILL, a lost host). The
 store lets one sweeper at a time do it across all workers. Every ``prune_interval``
-seconds it deletes succeeded jobs older than the retention and worker rows silent for
-longer than ``retention_workers``.
+seconds it deletes succeeded, dead and cancelled jobs older than their retention
+(``retention_succeeded``, ``retention_dead``, ``retention_cancelled``; None keeps them)
+and worker rows silent for longer than ``retention_workers``.
 
 Two rules keep a store outage from being mistaken for dead workers:
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from uuid import UUID
 
 from .. import metrics
@@ -66,6 +67,8 @@ class Sweeper:
         prune_interval: float,
         retention_succeeded: float,
         retention_workers: float,
+        retention_dead: float | None = None,
+        retention_cancelled: float | None = None,
         worker_id: UUID | None = None,
         quiet_after_outage: float = 0.0,
     ) -> None:
@@ -77,6 +80,8 @@ class Sweeper:
         self.prune_interval = prune_interval
         self.retention_succeeded = retention_succeeded
         self.retention_workers = retention_workers
+        self.retention_dead = retention_dead
+        self.retention_cancelled = retention_cancelled
         self.sweeps = 0
         self._backoff = StoreBackoff("sweeper")
         self._next_prune = time.monotonic() + prune_interval * random.random()
@@ -116,9 +121,14 @@ class Sweeper:
 
     async def prune(self) -> None:
         now = await self.store.now()
+        def before(retention: float | None) -> datetime | None:
+            return None if retention is None else now - timedelta(seconds=retention)
+
         jobs, workers = await self.store.prune(
             succeeded_before=now - timedelta(seconds=self.retention_succeeded),
             workers_before=now - timedelta(seconds=self.retention_workers),
+            dead_before=before(self.retention_dead),
+            cancelled_before=before(self.retention_cancelled),
         )
         if jobs or workers:
-            log.info("pruned", succeeded_jobs=jobs, worker_rows=workers)
+            log.info("pruned", jobs=jobs, worker_rows=workers)

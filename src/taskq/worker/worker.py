@@ -316,6 +316,8 @@ class Worker:
                 interval=min(config.sweep_interval, max(config.lease / 2, 0.5)),
                 prune_interval=config.prune_interval,
                 retention_succeeded=config.retention_succeeded,
+                retention_dead=config.retention_dead,
+                retention_cancelled=config.retention_cancelled,
                 retention_workers=config.retention_workers,
                 worker_id=self.id,
                 quiet_after_outage=config.lease,
