@@ -121,6 +121,7 @@ class Sweeper:
 
     async def prune(self) -> None:
         now = await self.store.now()
+
         def before(retention: float | None) -> datetime | None:
             return None if retention is None else now - timedelta(seconds=retention)
 
