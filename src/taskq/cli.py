@@ -418,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     schedules = sub.add_parser(
         "schedules", help="list periodic schedules (as workers recorded them) and next runs"
     )
-    schedules.add_argument("--json", action="store_true")
+    schedules.add_argument("--json", action="store_true", help="a JSON array of schedules")
 
     sub.add_parser("demo", help="a self-contained tour on SQLite")
 
