@@ -1,5 +1,8 @@
-"""When may a slot start its next process? The breaker, then the slot's restart policy.
+"""When does a slot replace its process, and when may the next one start?
 
+* ``recycle_reason`` after each job a process survived: ``max_tasks`` (it ran
+  ``max_tasks_per_child`` jobs) or ``max_memory`` (its RSS is over
+  ``max_memory_per_child_mib``), else None.
 * ``may_start`` waits while the breaker holds restarts back (open, or half-open with a
   process already alive: half-open lets exactly one process start).
 * ``pause`` applies the slot's own ``RestartPolicy`` (taskq/restart.py) after a process
@@ -15,13 +18,27 @@ import contextlib
 from collections.abc import Callable
 
 from ..logs import get_logger
+from . import process
 from .breaker import BreakerState, PoolBreaker
 from .changes import Changes
+from .config import PoolConfig
 from .slot import Slot
 
 log = get_logger(__name__)
 
 BREAKER_RECHECK = 0.25  # seconds between breaker checks of a slot waiting to restart
+
+
+def recycle_reason(config: PoolConfig, slot: Slot) -> str | None:
+    """Why the slot's process should be replaced now, between jobs (None: keep it)."""
+    limit, memory = config.max_tasks_per_child, config.max_memory_per_child_mib
+    if limit is not None and slot.tasks_done >= limit:
+        return "max_tasks"
+    if memory is not None and slot.pid is not None:
+        rss = process.rss_mib(slot.pid)
+        if rss is not None and rss > memory:
+            return "max_memory"
+    return None
 
 
 class RestartGate:

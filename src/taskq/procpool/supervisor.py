@@ -30,7 +30,7 @@ from .breaker import PoolBreaker
 from .changes import Changes
 from .config import PoolConfig
 from .protocol import Exchanged, InitFailed, Ready, Run, TimedOut
-from .restarts import RestartGate
+from .restarts import RestartGate, recycle_reason
 from .slot import Retirement, Slot, SlotState, new_reaped
 
 log = get_logger(__name__)
@@ -139,14 +139,7 @@ class SlotSupervisor:
         """The process finished a job alive: recycle it by count or memory, or offer it."""
         slot.tasks_done += 1
         slot.policy.on_success(Recovered.SURVIVED_A_JOB)
-        reason = None
-        limit, memory = self._config.max_tasks_per_child, self._config.max_memory_per_child_mib
-        if limit is not None and slot.tasks_done >= limit:
-            reason = "max_tasks"
-        elif memory is not None and slot.pid is not None:
-            rss = process.rss_mib(slot.pid)
-            if rss is not None and rss > memory:
-                reason = "max_memory"
+        reason = recycle_reason(self._config, slot)
         if reason is not None:
             metrics.process_pool_recycles.labels(reason=reason).inc()
             log.info(
