@@ -11,6 +11,9 @@ returns the exit code (``taskq.exit_codes``):
 * 3 the crash-loop guard tripped;
 * 4 a part of the worker died unexpectedly.
 
+With ``TASKQ_RELOAD_INTERVAL`` (seconds) the worker also re-reads ``TASKQ_DSN_FILE`` that
+often and reloads its credentials when the file changed, as on SIGHUP.
+
 Middleware for the process comes from ``TASKQ_WORKER_MIDDLEWARE`` (comma-separated
 ``MODULE:ATTR``) in addition to ``config.middleware``.
 """
@@ -22,7 +25,7 @@ import dataclasses
 import os
 import sys
 
-from .. import exit_codes, logs, parentdeath
+from .. import exit_codes, logs, parentdeath, settings
 from ..exceptions import TaskqError
 from ..logs import get_logger
 from . import signals
@@ -57,18 +60,30 @@ def run(config: WorkerConfig) -> int:
 
 
 async def _main(config: WorkerConfig, parent: int) -> int:
+    interval = settings.reload_interval()  # a bad value stops the start, with one line
     worker = Worker(config)
     loop = asyncio.get_running_loop()
     remove = signals.install(loop, on_stop=worker.request_stop, on_reload=worker.request_reload)
-    watcher: asyncio.Task[None] | None = None
+    watchers: list[asyncio.Task[None]] = []
     if config.workgroup_instance is not None:
-        watcher = asyncio.create_task(
-            signals.watch_parent(parent, worker.request_stop), name="taskq-parent-watch"
+        watchers.append(
+            asyncio.create_task(
+                signals.watch_parent(parent, worker.request_stop), name="taskq-parent-watch"
+            )
+        )
+    if interval is not None:
+        watchers.append(
+            asyncio.create_task(
+                signals.reload_periodically(
+                    os.environ["TASKQ_DSN_FILE"], interval, worker.reload_credentials
+                ),
+                name="taskq-periodic-reload",
+            )
         )
     try:
         return await worker.run()
     finally:
         remove()
-        if watcher is not None:
+        for watcher in watchers:
             watcher.cancel()
-            await asyncio.gather(watcher, return_exceptions=True)
+        await asyncio.gather(*watchers, return_exceptions=True)

@@ -2,6 +2,8 @@
 
 * SIGTERM / SIGINT: graceful shutdown; a second one skips what is left of the grace.
 * SIGHUP: re-read ``TASKQ_DSN_FILE`` and rebuild the store's connections; never exits.
+  Where no one can send SIGHUP, ``TASKQ_RELOAD_INTERVAL`` does the same whenever the
+  file's content changed (``reload_periodically``).
 * A workgroup child (``--workgroup-instance``) must not outlive its supervisor: on Linux
   ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` makes the kernel send SIGTERM when the parent
   dies, and ``watch_parent`` also polls ``os.getppid()`` (a change means the parent is
@@ -16,7 +18,7 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from .. import parentdeath
 from ..logs import get_logger
@@ -55,6 +57,28 @@ def set_parent_death_signal() -> bool:
         log.warning("parent-death-signal-unavailable", error=why_not)
         return False
     return True
+
+
+async def reload_periodically(
+    path: str, interval: float, reload: Callable[[], Awaitable[bool]]
+) -> None:
+    """Every ``interval`` seconds, reload when the DSN file's content changed."""
+    last = _read(path)
+    while True:
+        await asyncio.sleep(interval)
+        current = _read(path)
+        if current is not None and current != last:
+            log.info("credentials-file-changed", dsn_file=path)
+            if await reload():
+                last = current
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read().strip()
+    except OSError:
+        return None  # a missing or unreadable file is reported by the reload itself
 
 
 async def watch_parent(

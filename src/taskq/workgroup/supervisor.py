@@ -27,7 +27,7 @@ from ..exceptions import TaskqError, WorkgroupStartError
 from ..ids import uuid7
 from ..logs import get_logger
 from ..restart import Recovered, RestartPolicy
-from ..settings import read_dsn_file
+from ..settings import HEALTH_DSN_ENV, env_dsn, env_setting
 from ..store import Store, create_store
 from . import health
 from .child import PIPE_LIMIT, Child, ChildState, build_command, describe_exit, exit_fields
@@ -284,16 +284,16 @@ class Supervisor:
         self.reload()
 
     def _store_settings(self) -> tuple[str | None, str | None]:
-        """The store the children use: ``health_pg_dsn``/``health_pg_schema``, else the
-        environment the children are started with (``env``, or this process's)."""
+        """The health checks' store: ``health_pg_dsn``, else ``TASKQ_PG_DSN_DIRECT`` (a
+        direct connection, past a pooler), else the store the children use (the
+        environment they are started with: ``env``, or this process's)."""
         sup = self.config.supervisor
+        env = os.environ if self._env is None else self._env
+        direct = sup.health_pg_dsn or env.get(HEALTH_DSN_ENV) or None
         if self._env is None:
-            return sup.health_pg_dsn, sup.health_pg_schema
-        dsn = sup.health_pg_dsn
-        if dsn is None:
-            dsn_file = self._env.get("TASKQ_DSN_FILE")
-            dsn = read_dsn_file(dsn_file) if dsn_file else self._env.get("TASKQ_DSN")
-        return dsn, sup.health_pg_schema or self._env.get("TASKQ_SCHEMA")
+            return direct, sup.health_pg_schema
+        dsn = direct or env_dsn(self._env)
+        return dsn, sup.health_pg_schema or env_setting("TASKQ_SCHEMA", self._env)
 
     async def _open_store(self, *, required: bool) -> None:
         try:
