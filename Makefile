@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 DEMO_STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint schema bench bench-quick clean
+.PHONY: demo test lint schema screenshots bench bench-quick clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,19 @@ demo: $(DEMO_STAMP)
 test: $(STAMP)
 	@dsn=$$($(PY) scripts/ensure_postgres.py) || exit 1; \
 	echo "taskq tests: Postgres at $$dsn"; \
+	if ! command -v chromium >/dev/null 2>&1 && [ -z "$$TASKQ_CHROMIUM" ]; then \
+	  echo "taskq tests: no Chromium, the browser tests (tests/browser) will skip;" \
+	       "install it with: apt-get install -y chromium"; fi; \
 	TASKQ_TEST_PG_DSN="$$dsn" $(PY) -m pytest $(PYTEST_ARGS)
+
+# Regenerates the dashboard screenshots in docs/img/ with the browser tests (needs
+# Chromium: apt-get install -y chromium).
+screenshots: $(STAMP)
+	@command -v chromium >/dev/null 2>&1 || [ -n "$$TASKQ_CHROMIUM" ] || \
+	  { echo "make screenshots needs Chromium: apt-get install -y chromium" >&2; exit 1; }
+	@dsn=$$($(PY) scripts/ensure_postgres.py) || exit 1; \
+	TASKQ_TEST_PG_DSN="$$dsn" TASKQ_SCREENSHOTS=$(CURDIR)/docs/img \
+	  $(PY) -m pytest tests/browser -q -k "sqlite and every_page"
 
 # Regenerates src/taskq/store/schema/*.sql (what migrating from zero builds) after a
 # migration changed; tests/integration/test_migrate.py fails until they match.

@@ -88,6 +88,7 @@ def test_every_page_renders_real_jobs_read_only(target, jobs) -> None:
         assert "Caused by: KeyError: &#39;missing&#39;" in page
         assert "hunter2" not in page and "postgresql://app:***@db/prod" in page
         assert "Retry" not in page  # read-only: no action buttons
+        assert 'name="csrf" value=""' not in page
 
         assert "5" in web.get(f"/jobs/{jobs['ok']}").text
         dead_page = web.get("/dead").text
@@ -223,3 +224,15 @@ def test_cli_refuses_actions_without_a_token_and_an_unmigrated_store(target, tmp
     unmigrated = run_cli("dashboard", "--port", "0", env=fresh)
     assert unmigrated.returncode == 1 and "Traceback" not in unmigrated.stderr
     assert unmigrated.stderr.startswith("taskq: ") and "migrate" in unmigrated.stderr
+
+
+def test_every_action_form_carries_the_csrf_token(target, jobs) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with app_for(target, allow_actions=True, token=TOKEN) as web:
+        first = web.get("/", headers=auth)
+        cookie = first.cookies.get("taskq_csrf") or web.cookies.get("taskq_csrf")
+        assert cookie and len(cookie) >= 32
+        for path in ("/dead", f"/jobs/{jobs['dead']}", f"/jobs/{jobs['queued']}", "/queues"):
+            text = web.get(path, headers=auth).text
+            fields = re.findall(r'name="csrf" value="([^"]*)"', text)
+            assert fields and set(fields) == {cookie}, path
