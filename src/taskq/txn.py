@@ -107,8 +107,8 @@ async def resolve_async(obj: Any) -> Target:
 
 # -- is it the store's database? --------------------------------------------------------
 
-#: psycopg connections already checked, with the backend pid they had then
-_checked: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+#: psycopg connections already checked: (backend pid, store DSN, schema) they passed for
+_checked: weakref.WeakKeyDictionary[Any, set[tuple[int, str, str]]] = weakref.WeakKeyDictionary()
 
 
 def _pg_connection(target: Target) -> Any:
@@ -116,18 +116,21 @@ def _pg_connection(target: Target) -> Any:
     return conn.connection if isinstance(conn, psycopg.Cursor | psycopg.AsyncCursor) else conn
 
 
-def _already_checked(target: Target) -> bool:
+def _already_checked(store: Any, target: Target) -> bool:
     conn = _pg_connection(target)
     try:
-        return bool(_checked.get(conn) == conn.info.backend_pid)
+        passed = _checked.get(conn, set())
     except TypeError:  # not weak-referenceable: check every time
         return False
+    return (conn.info.backend_pid, store.display_dsn, store.schema) in passed
 
 
-def _remember(target: Target) -> None:
+def _remember(store: Any, target: Target) -> None:
     conn = _pg_connection(target)
     try:
-        _checked[conn] = conn.info.backend_pid
+        _checked.setdefault(conn, set()).add(
+            (conn.info.backend_pid, store.display_dsn, store.schema)
+        )
     except TypeError:
         pass
 
@@ -197,12 +200,12 @@ def enqueue_sync(
         if target.kind == SQLITE_CONN:
             _check_sqlite(store, target.conn)
             return sqlite_enqueue(target.conn, specs)
-        if not _already_checked(target):
+        if not _already_checked(store, target):
             row = target.conn.execute(
                 store.enqueue_sql["connection_identity"], {"jobs_table": jobs_table(store.schema)}
             ).fetchone()
             _judge(store, tuple(row.values()) if isinstance(row, dict) else row, identity())
-            _remember(target)
+            _remember(store, target)
         return run_sync(target.conn, pg_steps(store.enqueue_sql, specs))
     except (psycopg.Error, sqlite3.Error) as exc:
         raise _driver_error(exc) from exc
@@ -217,13 +220,13 @@ async def enqueue_async(store: Any, obj: Any, specs: Sequence[JobSpec]) -> list[
     if not target.is_async:
         return enqueue_sync(store, target, specs, lambda: ours)
     try:
-        if not _already_checked(target):
+        if not _already_checked(store, target):
             cur = await target.conn.execute(
                 store.enqueue_sql["connection_identity"], {"jobs_table": jobs_table(store.schema)}
             )
             row = await cur.fetchone()
             _judge(store, tuple(row.values()) if isinstance(row, dict) else row, ours)
-            _remember(target)
+            _remember(store, target)
         return await run_async(target.conn, pg_steps(store.enqueue_sql, specs))
     except psycopg.Error as exc:
         raise _driver_error(exc) from exc

@@ -156,11 +156,11 @@ def test_a_connection_to_another_database_or_schema_or_file_is_refused(client, t
         with pytest.raises(ConfigError, match="reaches database 'postgres'"):
             client.enqueue_with(REMEMBER, [], connection=other_db)
     with Client(target.dsn, schema="taskq_no_such_schema") as elsewhere:
-        with (
-            psycopg.connect(target.dsn) as conn,
-            pytest.raises(ConfigError, match="no taskq schema"),
-        ):
-            elsewhere.enqueue_with(worker_actors.remember, ["x"], connection=conn)
+        with psycopg.connect(target.dsn) as conn:
+            client.enqueue_with(REMEMBER, ["fine"], connection=conn)  # checked and passed
+            with pytest.raises(ConfigError, match="no taskq schema"):  # not for this schema
+                elsewhere.enqueue_with(REMEMBER, ["x"], connection=conn)
+            conn.rollback()
     with pytest.raises(ConfigError, match="SQLite connection, but the taskq store is"):
         client.enqueue_with(REMEMBER, [], connection=sqlite3.connect(tmp_path / "x.sqlite3"))
     with pytest.raises(ConfigError, match="expected a psycopg 3 connection"):
