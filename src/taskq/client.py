@@ -4,7 +4,7 @@
 mirror for plain synchronous code (Flask, Django, scripts): same methods, same
 arguments, same results, run on a private event loop in a background thread, so its
 callers need no event loop of their own. The I/O-free work (turning an actor and its
-arguments into a ``JobSpec``) lives in ``_JobBuilder`` and is shared by both.
+arguments into a ``JobSpec``) lives in ``specs.JobBuilder`` and is shared by both.
 """
 
 from __future__ import annotations
@@ -12,34 +12,29 @@ from __future__ import annotations
 import asyncio
 import builtins
 import getpass
-import math
 import os
 import socket
 import threading
 import time
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, ParamSpec, TypeVar, overload
 from uuid import UUID
 
 from . import txn
-from .exceptions import ActorNotFound, ConfigError, InvalidJobState, JobNotFound
-from .ids import uuid7, uuid7_many
+from .exceptions import ConfigError, InvalidJobState, JobNotFound
+from .ids import uuid7
 from .jobs import ActorConfig, Job, JobId, JobSpec, JobState, Limits, QueueInfo, Rate
-from .payload import DEFAULT_MAX_PAYLOAD_BYTES, check_tags, encode_arguments, encode_meta
-from .registry import DEFAULT_QUEUE, Actor, AnyActor, _check_options, check_queue_name
+from .payload import DEFAULT_MAX_PAYLOAD_BYTES
+from .registry import Actor, check_queue_name
+from .specs import ActorRef, Item, JobBuilder, UniqueKey, job_ids
 from .store import Store, create_store
 from .store.queues import ACTOR, QUEUE
 from .unique import Unique
 
 T = TypeVar("T")
 P = ParamSpec("P")
-ActorRef = AnyActor | str
-Item = tuple[Sequence[Any], Mapping[str, Any]]
-UniqueKey = str | Unique
-_DEFAULT_UNIQUE = Unique()
 TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED})
 _CONFIG_TTL = 30.0
 
@@ -73,160 +68,12 @@ def make_limits(concurrency: int | None, rate: Rate | str | None) -> Limits:
     return Limits(concurrency=concurrency, rate=rate)
 
 
-def unknown_actor_message(name: str) -> str:
-    """Why a job for an actor this store has never seen is refused, and the three fixes."""
-    return (
-        f"unknown actor {name!r}: no worker serving it has run against this store, so its "
-        "queue and options are unknown (a job on the wrong queue would wait forever); "
-        "pass the actor object instead of its name, run a worker that serves it once, "
-        "or give its queue (queue= / --queue)"
-    )
-
-
 def _actor_name(actor: ActorRef) -> str:
     if isinstance(actor, Actor):
         return actor.name
     if isinstance(actor, str) and actor:
         return actor
     raise ConfigError(f"actor must be a taskq Actor or an actor name, got {actor!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class _Template:
-    """What every job of one enqueue call shares: actor, queue, options, run_at."""
-
-    actor: str
-    queue: str
-    priority: int
-    run_at: datetime | None
-    max_attempts: int
-    max_crashes: int
-    idempotent: bool
-    unique: Unique | None  # the actor's option, or the call's
-    meta_json: str | None
-    tags: tuple[str, ...]
-
-
-def _ids(specs: Sequence[JobSpec], holders: Sequence[UUID]) -> list[JobId]:
-    """The store's answer as ``JobId``s: a holder that is not the spec's own id means
-    another job already held the key (a duplicate)."""
-    return [
-        JobId(holder, duplicate=holder != spec.id)
-        for spec, holder in zip(specs, holders, strict=True)
-    ]
-
-
-class _JobBuilder:
-    """Actor + arguments + options -> ``JobSpec``. No I/O.
-
-    Everything that is the same for a batch (the actor's options, validation of the
-    queue, delay and priority) is worked out once, in ``template``; ``spec`` then only
-    encodes one job's arguments."""
-
-    def __init__(self, max_payload_bytes: int) -> None:
-        self.max_payload_bytes = max_payload_bytes
-
-    def template(
-        self,
-        actor: ActorRef,
-        *,
-        known: Mapping[str, ActorConfig],
-        queue: str | None,
-        delay: float | None,
-        run_at: datetime | None,
-        priority: int | None,
-        unique: Unique | None = None,
-        meta: Mapping[str, Any] | None = None,
-        tags: Sequence[str] | None = (),
-    ) -> _Template:
-        actor_unique: Unique | None = None
-        if isinstance(actor, Actor):
-            name, cfg_queue = actor.name, actor.queue
-            max_attempts, max_crashes, idempotent = (
-                actor.max_attempts,
-                actor.max_crashes,
-                actor.idempotent,
-            )
-            default_priority = actor.priority
-            actor_unique = actor.unique
-        elif isinstance(actor, str):
-            name = actor
-            cfg = known.get(name)
-            if cfg is None and queue is None:
-                raise ActorNotFound(unknown_actor_message(name))
-            cfg_queue = cfg.queue if cfg else DEFAULT_QUEUE
-            max_attempts = cfg.max_attempts if cfg else 3
-            max_crashes = cfg.max_crashes if cfg else 2
-            idempotent = cfg.idempotent if cfg else False
-            default_priority = 0
-        else:
-            raise ConfigError(
-                f"actor must be a taskq Actor or an actor name, got {type(actor).__name__}"
-            )
-        chosen_queue = queue or cfg_queue
-        _check_options(name, chosen_queue, max_attempts, None, max_crashes)
-        if delay is not None and run_at is not None:
-            raise ConfigError("give delay or run_at, not both")
-        if delay is not None:
-            if not isinstance(delay, int | float) or not 0 <= delay < math.inf:
-                raise ConfigError(f"delay must be a number of seconds >= 0, got {delay!r}")
-            try:
-                run_at = datetime.now(UTC) + timedelta(seconds=delay)
-            except OverflowError:
-                raise ConfigError(
-                    f"delay of {delay:g} seconds is too far in the future (past the year 9999)"
-                ) from None
-        elif run_at is not None and run_at.tzinfo is None:
-            raise ConfigError("run_at must be timezone-aware")
-        if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
-            raise ConfigError(f"priority must be an integer, got {priority!r}")
-        return _Template(
-            actor=name,
-            queue=chosen_queue,
-            priority=default_priority if priority is None else priority,
-            run_at=run_at,
-            max_attempts=max_attempts,
-            max_crashes=max_crashes,
-            idempotent=idempotent,
-            unique=unique or actor_unique,
-            meta_json=encode_meta(meta, what=f"meta of {name!r}"),
-            tags=check_tags(tags),
-        )
-
-    def spec(
-        self,
-        t: _Template,
-        args: Sequence[Any],
-        kwargs: Mapping[str, Any],
-        job_id: UUID,
-        unique_key: str | None = None,
-    ) -> JobSpec:
-        """One job. ``unique_key`` names its key; else the template's ``unique`` option
-        (if any) works it out."""
-        args_json, kwargs_json = encode_arguments(
-            args, kwargs, actor=t.actor, max_bytes=self.max_payload_bytes
-        )
-        key = states = None
-        if unique_key is not None or t.unique is not None:
-            unique = t.unique or _DEFAULT_UNIQUE
-            key = unique.key_for(t.actor, args, kwargs, key=unique_key)
-            states = unique.states_text
-        return JobSpec(
-            job_id,
-            t.actor,
-            t.queue,
-            args_json,
-            kwargs_json,
-            t.priority,
-            t.run_at,
-            t.max_attempts,
-            t.max_crashes,
-            t.idempotent,
-            key,
-            states,
-            t.meta_json,
-            t.tags,
-        )
 
 
 class AsyncClient:
@@ -242,7 +89,7 @@ class AsyncClient:
     ) -> None:
         self._store = store or create_store(dsn, schema)
         self._owns_store = store is None
-        self._builder = _JobBuilder(max_payload_bytes)
+        self._builder = JobBuilder(max_payload_bytes)
         self._opened = False
         self._configs: dict[str, ActorConfig] = {}
         self._configs_at = float("-inf")
@@ -337,8 +184,8 @@ class AsyncClient:
 
     async def _insert(self, specs: Sequence[JobSpec], connection: Any) -> list[JobId]:
         if connection is None:
-            return _ids(specs, await self._store.enqueue(specs))
-        return _ids(specs, await txn.enqueue_async(self._store, connection, specs))
+            return job_ids(specs, await self._store.enqueue(specs))
+        return job_ids(specs, await txn.enqueue_async(self._store, connection, specs))
 
     async def _spec_one(
         self,
@@ -431,31 +278,7 @@ class AsyncClient:
             meta=meta,
             tags=tags,
         )
-        items = list(items)
-        if unique_keys is None:
-            keys: Sequence[str | None] = [None] * len(items)
-        elif isinstance(unique_keys, str) or len(unique_keys) != len(items):
-            raise ConfigError("unique_keys must be a list with one key (or None) per item")
-        else:
-            keys = unique_keys
-        spec, ids = self._builder.spec, uuid7_many(len(items))
-        specs = []
-        for item, job_id, key in zip(items, ids, keys, strict=True):
-            if (
-                type(item) is tuple
-                and len(item) == 2
-                and isinstance(item[1], Mapping)
-                and isinstance(item[0], list | tuple)
-            ):
-                args, kwargs = item
-            elif isinstance(item, list | tuple):
-                args, kwargs = item, {}
-            else:
-                raise ConfigError(
-                    f"enqueue_many items must be (args, kwargs) pairs, got {type(item).__name__}"
-                )
-            specs.append(spec(template, args, kwargs, job_id, key))
-        return specs
+        return self._builder.many(template, items, unique_keys)
 
     # -- inspect and act -------------------------------------------------------------
     async def get(self, job_id: UUID | str) -> Job:
@@ -682,7 +505,7 @@ class Client:
         holders = txn.enqueue_sync(
             store, target, specs, lambda: self._call(txn.store_identity(store))
         )
-        return _ids(specs, holders)
+        return job_ids(specs, holders)
 
     def enqueue_many(
         self,
