@@ -190,7 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds between claims when idle (LISTEN/NOTIFY wakes it sooner on Postgres)",
     )
     w.add_argument(
-        "--worker-group", default="default", metavar="G", help="group name shown in `taskq workers`"
+        "--worker-group",
+        default="default",
+        metavar="G",
+        help="group name for logs and dashboards (logged as `group` in worker-started)",
     )
     w.add_argument(
         "--worker-label",

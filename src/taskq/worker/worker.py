@@ -345,6 +345,7 @@ class Worker:
                 queues=self.queues,
                 concurrency=self.config.max_concurrency,
                 label=self.config.worker_label,
+                group=self.config.worker_group,
                 store=store.display_dsn,
                 actors=len(registry),
             )
