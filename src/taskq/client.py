@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextvars
 import getpass
 import os
 import socket
@@ -22,7 +23,7 @@ from datetime import datetime
 from typing import Any, ParamSpec, TypeVar, overload
 from uuid import UUID
 
-from . import txn
+from . import tracing, txn
 from .exceptions import ConfigError, InvalidJobState, JobNotFound
 from .ids import uuid7
 from .jobs import ActorConfig, Job, JobId, JobSpec, JobState, Limits, QueueInfo, Rate
@@ -183,9 +184,10 @@ class AsyncClient:
         return (await self._insert([spec], connection))[0]
 
     async def _insert(self, specs: Sequence[JobSpec], connection: Any) -> list[JobId]:
-        if connection is None:
-            return job_ids(specs, await self._store.enqueue(specs))
-        return job_ids(specs, await txn.enqueue_async(self._store, connection, specs))
+        with tracing.enqueue_span(specs) as traced:
+            if connection is None:
+                return job_ids(traced, await self._store.enqueue(traced))
+            return job_ids(traced, await txn.enqueue_async(self._store, connection, traced))
 
     async def _spec_one(
         self,
@@ -399,8 +401,24 @@ class _Portal:
         self._thread.start()
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        return future.result()
+        """Run ``coro`` on the loop in a copy of the caller's context (its contextvars:
+        the current OpenTelemetry span, log context) and wait for its result."""
+        context = contextvars.copy_context()
+        result: Future[T] = Future()
+
+        def settle(task: asyncio.Task[T]) -> None:
+            if task.cancelled():
+                result.cancel()
+            elif (exc := task.exception()) is not None:
+                result.set_exception(exc)
+            else:
+                result.set_result(task.result())
+
+        def start() -> None:
+            self._loop.create_task(coro, context=context).add_done_callback(settle)
+
+        self._loop.call_soon_threadsafe(start)
+        return result.result()
 
     def stop(self) -> None:
         if self._thread.is_alive():
@@ -502,10 +520,11 @@ class Client:
 
     def _insert_on(self, target: txn.Target, specs: Sequence[JobSpec]) -> list[JobId]:
         store = self._async.store
-        holders = txn.enqueue_sync(
-            store, target, specs, lambda: self._call(txn.store_identity(store))
-        )
-        return job_ids(specs, holders)
+        with tracing.enqueue_span(specs) as traced:
+            holders = txn.enqueue_sync(
+                store, target, traced, lambda: self._call(txn.store_identity(store))
+            )
+            return job_ids(traced, holders)
 
     def enqueue_many(
         self,

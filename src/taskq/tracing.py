@@ -1,0 +1,133 @@
+"""OpenTelemetry traces (the optional ``taskq[otel]`` extra): enqueue and run as spans,
+one trace from the producer to the worker.
+
+- **Enqueue.** When ``opentelemetry`` is installed, every enqueue call is a
+  ``taskq enqueue <actor>`` span (kind PRODUCER; attributes ``taskq.actor``,
+  ``taskq.queue``, ``taskq.job.count`` and, for one job, ``taskq.job.id``), and the W3C
+  ``traceparent`` of that span is stored in each job's ``meta`` (key ``traceparent``).
+  Without an SDK configured, OpenTelemetry's API is a no-op and nothing is stored.
+- **Run.** ``TracingMiddleware`` (``TASKQ_WORKER_MIDDLEWARE=taskq.tracing:TracingMiddleware``)
+  makes each run a ``taskq run <actor>`` span (kind CONSUMER), a child of the enqueue
+  span when the job carries a ``traceparent``, current while the actor runs (spans the
+  actor starts are its children), with ``taskq.job.id``, ``taskq.actor``,
+  ``taskq.queue``, ``taskq.attempt`` and ``taskq.outcome`` (succeeded, retry, dead,
+  crashed, cancelled, given_back); any outcome but success sets the span's status to
+  ERROR.
+
+The process exports spans with whatever SDK and exporter it configured.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+from uuid import UUID
+
+from .jobs import ClaimedJob, JobSpec, Outcome, OutcomeKind
+from .middleware import Middleware
+
+try:
+    from opentelemetry import context as otel_context
+    from opentelemetry import propagate, trace
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+except ImportError:  # the otel extra is not installed: tracing is off
+    trace = None  # type: ignore[assignment]
+
+META_KEY = "traceparent"
+TRACER_NAME = "taskq"
+
+
+def available() -> bool:
+    return trace is not None
+
+
+def _with_traceparent(spec: JobSpec, traceparent: str) -> JobSpec:
+    meta = json.loads(spec.meta_json) if spec.meta_json else {}
+    meta.setdefault(META_KEY, traceparent)
+    return replace(spec, meta_json=json.dumps(meta, separators=(",", ":")))
+
+
+@contextmanager
+def enqueue_span(specs: Sequence[JobSpec]) -> Iterator[Sequence[JobSpec]]:
+    """Around one enqueue call: the span, and ``specs`` carrying its ``traceparent``."""
+    if trace is None or not specs:
+        yield specs
+        return
+    first = specs[0]
+    attributes: dict[str, Any] = {
+        "taskq.actor": first.actor,
+        "taskq.queue": first.queue,
+        "taskq.job.count": len(specs),
+        "messaging.system": "taskq",
+        "messaging.destination.name": first.queue,
+    }
+    if len(specs) == 1:
+        attributes["taskq.job.id"] = str(first.id)
+    tracer = trace.get_tracer(TRACER_NAME)
+    with tracer.start_as_current_span(
+        f"taskq enqueue {first.actor}", kind=SpanKind.PRODUCER, attributes=attributes
+    ):
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        traceparent = carrier.get(META_KEY)
+        yield [_with_traceparent(s, traceparent) for s in specs] if traceparent else specs
+
+
+def _parent(job: ClaimedJob) -> Any:
+    if not job.meta_json:
+        return None
+    try:
+        traceparent = json.loads(job.meta_json).get(META_KEY)
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(traceparent, str):
+        return None
+    return propagate.extract({META_KEY: traceparent})
+
+
+class TracingMiddleware(Middleware):
+    """Each run a span, child of its enqueue span (see the module docstring)."""
+
+    def __init__(self) -> None:
+        if trace is None:
+            from .exceptions import ConfigError
+
+            raise ConfigError(
+                "taskq.tracing:TracingMiddleware needs OpenTelemetry: pip install 'taskq[otel]'"
+            )
+        self._tracer = trace.get_tracer(TRACER_NAME)
+        self._open: dict[tuple[UUID, int], tuple[Any, object]] = {}
+
+    def before_job(self, job: ClaimedJob) -> None:
+        span = self._tracer.start_span(
+            f"taskq run {job.actor}",
+            context=_parent(job),
+            kind=SpanKind.CONSUMER,
+            attributes={
+                "taskq.job.id": str(job.id),
+                "taskq.actor": job.actor,
+                "taskq.queue": job.queue,
+                "taskq.attempt": job.attempt,
+                "messaging.system": "taskq",
+                "messaging.destination.name": job.queue,
+            },
+        )
+        token = otel_context.attach(trace.set_span_in_context(span))
+        self._open[(job.id, job.attempt)] = (span, token)
+
+    def after_job(self, job: ClaimedJob, outcome: Outcome | None) -> None:
+        found = self._open.pop((job.id, job.attempt), None)
+        if found is None:
+            return
+        span, token = found
+        kind = "given_back" if outcome is None else str(outcome.kind)
+        span.set_attribute("taskq.outcome", kind)
+        if outcome is not None and outcome.kind is not OutcomeKind.SUCCEEDED:
+            span.set_status(Status(StatusCode.ERROR, (outcome.error or kind)[:200]))
+        try:
+            otel_context.detach(token)  # type: ignore[arg-type]
+        finally:
+            span.end()
