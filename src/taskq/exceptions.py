@@ -161,12 +161,14 @@ class ProcessDied(PoolError):
         exit_code: int | None = None,
         exit_signal: str | None = None,
         pid: int | None = None,
+        oom_kill: bool = False,
     ) -> None:
         super().__init__(message)
         self.cause = cause or self.message
         self.exit_code = exit_code
         self.exit_signal = exit_signal
         self.pid = pid
+        self.oom_kill = oom_kill  # OOM evidence (cgroup counter or kernel log)
 
 
 class JobTimedOut(PoolError):

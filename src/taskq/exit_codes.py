@@ -30,3 +30,7 @@ COMPONENT_FAILED = 4
 ORPHANED = 5
 POOL_INIT_FAILED = 70
 BROKEN_PIPE = 128 + 13
+
+#: the codes a worker process exits with by its own decision, never a job's os._exit /
+#: sys.exit (taskq.blame: such an exit of a workgroup child blames no job)
+WORKER_OWN = frozenset({OK, ERROR, CRASH_LOOP, COMPONENT_FAILED, ORPHANED})

@@ -168,6 +168,7 @@ class Outcome:
     retry_delay: float = 0.0  # retry and snoozed: seconds until the job is due again
     dead_reason: str | None = None
     meta_json: str | None = None  # the job's whole meta when the run changed it, else None
+    blamed: bool = False  # crashed: the death points at this job (taskq.blame)
 
 
 @dataclass(frozen=True, slots=True)

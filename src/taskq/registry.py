@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
+from .blame import DEFAULT_MAX_UNBLAMED_CRASHES
 from .exceptions import ActorImportError, ActorNotFound, ConfigError, DuplicateActor
 from .jobs import ActorConfig
 from .periodic import Missed, Schedule, as_missed, check_cron
@@ -67,6 +68,8 @@ class Actor(Generic[P, R]):
     initializer: Callable[[], Any] | None = None  # cpu_bound: runs in every new pool process
     unique: Unique | None = None  # its jobs are unique (see taskq.Unique)
     max_snoozes: int = 100  # snoozes past this end the job dead/snoozed_too_often
+    # deaths blamed on no job (or shared) after which it is poison anyway (taskq.blame)
+    max_unblamed_crashes: int = DEFAULT_MAX_UNBLAMED_CRASHES
 
     @property
     def is_async(self) -> bool:
@@ -84,6 +87,7 @@ class Actor(Generic[P, R]):
             idempotent=self.idempotent,
             cpu_bound=self.cpu_bound,
             timeout=self.timeout,
+            extra={"max_unblamed_crashes": self.max_unblamed_crashes},
         )
 
 
@@ -141,6 +145,7 @@ class Registry:
         initializer: Callable[[], Any] | None = None,
         unique: bool | Unique = False,
         max_snoozes: int = 100,
+        max_unblamed_crashes: int = DEFAULT_MAX_UNBLAMED_CRASHES,
     ) -> Callable[[Callable[P, R]], Actor[P, R]]: ...
 
     def actor(
@@ -160,6 +165,7 @@ class Registry:
         initializer: Callable[[], Any] | None = None,
         unique: bool | Unique = False,
         max_snoozes: int = 100,
+        max_unblamed_crashes: int = DEFAULT_MAX_UNBLAMED_CRASHES,
     ) -> Actor[P, R] | Callable[[Callable[P, R]], Actor[P, R]]:
         """Register a function as an actor: ``@registry.actor`` or ``@registry.actor(...)``."""
 
@@ -173,6 +179,14 @@ class Registry:
             _check_options(actor_name, queue, max_attempts, timeout, max_crashes)
             if not isinstance(max_snoozes, int) or isinstance(max_snoozes, bool) or max_snoozes < 0:
                 raise ConfigError(f"actor {actor_name!r}: max_snoozes must be an integer >= 0")
+            if (
+                not isinstance(max_unblamed_crashes, int)
+                or isinstance(max_unblamed_crashes, bool)
+                or max_unblamed_crashes < 1
+            ):
+                raise ConfigError(
+                    f"actor {actor_name!r}: max_unblamed_crashes must be an integer >= 1"
+                )
             if cpu_bound and inspect.iscoroutinefunction(func):
                 raise ConfigError(
                     f"actor {actor_name!r}: a cpu_bound actor must be a plain function"
@@ -193,6 +207,7 @@ class Registry:
                 initializer=initializer,
                 unique=as_unique(unique),
                 max_snoozes=max_snoozes,
+                max_unblamed_crashes=max_unblamed_crashes,
             )
             self._actors[actor_name] = actor
             return actor

@@ -186,7 +186,8 @@ async def test_retry_requeues_dead_and_cancelled_and_resets_counters(store):
     dead, cancelled, queued = spec(max_crashes=1), spec(), spec()
     await store.enqueue([dead])
     (c,) = await claim_all(store, w)
-    await store.complete(w, [Outcome(c.id, c.attempt, OutcomeKind.CRASHED, error="segfault")])
+    crash = Outcome(c.id, c.attempt, OutcomeKind.CRASHED, error="segfault", blamed=True)
+    await store.complete(w, [crash])
     assert (await store.get_job(dead.id)).dead_reason == "poison"
     await store.enqueue([cancelled, queued])
     await store.cancel_jobs([cancelled.id])
@@ -505,44 +506,138 @@ async def test_complete_writes_a_mixed_batch(store):
 
 
 # -- crash rules ---------------------------------------------------------------------
-async def crash_via(store, how: str, w, c) -> None:
+async def crash_via(store, how: str, w, c, *, blamed: bool = True) -> None:
     if how == "complete":
+        cause = "runner died: SIGSEGV" if blamed else "runner died: SIGKILL"
         await store.complete(
-            w, [Outcome(c.id, c.attempt, OutcomeKind.CRASHED, error="runner died: SIGKILL")]
+            w, [Outcome(c.id, c.attempt, OutcomeKind.CRASHED, error=cause, blamed=blamed)]
         )
     elif how == "rescue_worker":
-        await store.rescue_worker(w, "runner died: SIGKILL")
+        await store.rescue_worker(w, "runner died: SIGKILL", blamed=blamed)
     else:
         await store.rescue_expired("lease sweep")
 
 
-@pytest.mark.parametrize("how", ["complete", "rescue_worker", "rescue_expired"])
-async def test_crash_rules(store, how):
-    w = uuid7()
-    lease = -1.0 if how == "rescue_expired" else LEASE
+@pytest.mark.parametrize("how", ["complete", "rescue_worker"])
+async def test_crash_rules_for_a_death_blamed_on_the_job_alone(store, how):
+    """A death that points at the job (a pool process's SIGSEGV, an os._exit, an OOM kill)
+    of a runner that ran nothing else: the crash counts toward poison."""
     idem, plain, fragile = (
         spec(idempotent=True, max_crashes=2),
         spec(idempotent=False, max_crashes=2),
         spec(idempotent=True, max_crashes=1),
     )
     await store.enqueue([idem, plain, fragile])
-    for c in await claim_all(store, w, lease=lease):
+    for s in (idem, plain, fragile):  # one runner (worker) per job: no shared death
+        w = uuid7()
+        (c,) = await claim_all(store, w, limit=1)
+        assert c.id == s.id
         await crash_via(store, how, w, c)
     ji, jp, jf = [await store.get_job(s.id) for s in (idem, plain, fragile)]
     assert (ji.state, ji.crash_count, ji.dead_reason, ji.worker_id) == ("queued", 1, None, None)
     assert ji.attempts == 1 and ji.lease_expires_at is None
     assert (jp.state, jp.crash_count, jp.dead_reason) == ("dead", 1, "crashed")
     assert (jf.state, jf.crash_count, jf.dead_reason) == ("dead", 1, "poison")
-    assert jp.finished_at is not None and jp.worker_id == w
+    assert jp.finished_at is not None and jp.worker_id is not None
     for job in (ji, jp, jf):
-        assert job.last_error.startswith(("runner died: SIGKILL", "lease sweep"))
+        assert job.last_error.startswith("runner died")
 
-    # the idempotent one runs again at once; its second crash makes it poison
-    (again,) = await claim_all(store, w, lease=lease)
+    # the idempotent one runs again at once; its second blamed crash makes it poison
+    w = uuid7()
+    (again,) = await claim_all(store, w)
     assert (again.id, again.attempt, again.crash_count) == (idem.id, 2, 1)
     await crash_via(store, how, w, again)
     ji = await store.get_job(idem.id)
     assert (ji.state, ji.crash_count, ji.dead_reason) == ("dead", 2, "poison")
+
+
+@pytest.mark.parametrize("how", ["complete", "rescue_worker", "rescue_expired"])
+async def test_unblamed_deaths_rerun_and_charge_but_never_poison_until_the_backstop(store, how):
+    """An outside SIGKILL (no OOM evidence) or a lost lease blames no job: crash_count
+    goes up, idempotent jobs re-run, non-idempotent ones end dead/crashed, and only the
+    backstop (5 unproven deaths by default) makes a job poison."""
+    lease = -1.0 if how == "rescue_expired" else LEASE
+    idem, plain = spec(idempotent=True, max_crashes=1), spec(idempotent=False, max_crashes=1)
+    await store.enqueue([idem, plain])
+    for crash in range(1, 6):
+        w = uuid7()
+        claimed = await claim_all(store, w, lease=lease)
+        for c in claimed:
+            if how == "rescue_worker":
+                await store.rescue_worker(w, "worker killed by SIGKILL", blamed=False)
+                break
+            await crash_via(store, how, w, c, blamed=False)
+        ji = await store.get_job(idem.id)
+        if crash < 5:
+            assert (ji.state, ji.crash_count, ji.dead_reason) == ("queued", crash, None)
+        if crash == 1:
+            jp = await store.get_job(plain.id)
+            assert (jp.state, jp.crash_count, jp.dead_reason) == ("dead", 1, "crashed")
+    assert (ji.state, ji.crash_count, ji.dead_reason) == ("dead", 5, "poison")
+
+
+async def test_the_backstop_is_the_actor_option_max_unblamed_crashes(store):
+    await store.sync_actor_configs(
+        [
+            ActorConfig(
+                name="tests.echo",
+                queue="default",
+                max_attempts=3,
+                max_crashes=2,
+                idempotent=True,
+                cpu_bound=False,
+                timeout=None,
+                extra={"max_unblamed_crashes": 2},
+            )
+        ],
+        force=True,
+    )
+    await store.enqueue([spec(idempotent=True)])
+    for _ in range(2):
+        w = uuid7()
+        (c,) = await claim_all(store, w)
+        await store.rescue_worker(w, "worker killed by SIGKILL", blamed=False)
+    job = await store.get_job(c.id)
+    assert (job.state, job.dead_reason, job.crash_count) == ("dead", "poison", 2)
+
+
+async def test_a_blame_shared_with_other_jobs_poisons_only_after_a_death_alone(store):
+    """A worker running three jobs dies of a cause that points at a job: at most one of
+    them did it. None is poisoned by that death; each is re-run, and a second blame poisons
+    only a job that died alone on its runner."""
+    jobs = [spec(idempotent=True, max_crashes=2) for _ in range(3)]
+    await store.enqueue(jobs)
+    w = uuid7()
+    assert len(await claim_all(store, w)) == 3
+    rescued = await store.rescue_worker(w, "worker exited with code 1", blamed=True)
+    assert {r.state for r in rescued} == {"queued"}
+    # all three again on one runner, blamed again: still shared, still not poison
+    w = uuid7()
+    assert len(await claim_all(store, w)) == 3
+    rescued = await store.rescue_worker(w, "worker exited with code 1", blamed=True)
+    assert {r.state for r in rescued} == {"queued"}
+    # now one of them alone on a fresh runner, blamed: that one is poison
+    w = uuid7()
+    (alone,) = await claim_all(store, w, limit=1)
+    (rescued,) = await store.rescue_worker(w, "worker exited with code 1", blamed=True)
+    assert (rescued.id, rescued.state, rescued.dead_reason) == (alone.id, "dead", "poison")
+    others = [await store.get_job(s.id) for s in jobs if s.id != alone.id]
+    assert all(j.state == "queued" and j.crash_count == 2 for j in others)
+
+
+async def test_retry_resets_blame(store):
+    await store.enqueue([spec(idempotent=True, max_crashes=2)])
+    w = uuid7()
+    (c,) = await claim_all(store, w)
+    await crash_via(store, "complete", w, c)  # blamed once
+    (again,) = await claim_all(store, w)
+    await store.complete(
+        w, [Outcome(again.id, again.attempt, OutcomeKind.DEAD, error="ValueError")]
+    )
+    assert await store.retry_jobs([c.id]) == [c.id]
+    (third,) = await claim_all(store, w)
+    await crash_via(store, "complete", w, third)  # a first blame again: re-queued
+    assert (await store.get_job(c.id)).state == "queued"
 
 
 async def test_rescue_worker_touches_only_that_worker_and_drops_its_row(store):

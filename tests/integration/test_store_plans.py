@@ -38,6 +38,8 @@ TYPES = {
     "errors": "text[]",
     "delays": "float8[]",
     "reasons": "text[]",
+    "metas": "text[]",
+    "blames": "bool[]",
     "worker_id": "uuid",
     "channel": "text",
 }
@@ -49,6 +51,8 @@ ARGS = {
     "errors": "ARRAY[NULL::text]",
     "delays": "ARRAY[0.0]",
     "reasons": "ARRAY[NULL::text]",
+    "metas": "ARRAY[NULL::text]",
+    "blames": "ARRAY[false]",
     "worker_id": "gen_random_uuid()",
     "channel": "'c'",
 }

@@ -153,6 +153,7 @@ class DeathReport:
     exit_signal: str | None
     recent_oom_kills: int = -1  # -1: unknown
     traceback: str | None = None  # an initializer's, when it raised
+    oom_kill: bool = False  # evidence of an OOM kill: cgroup counter, or SIGKILL + kernel log
 
 
 def job_death(
@@ -183,7 +184,8 @@ def job_death(
         oom_kills=oom_kills if from_cgroup else None,
         oom_source=source,
     )
-    if source == "dmesg" and oom_kills and exit_signal == "SIGKILL":
+    from_dmesg = source == "dmesg" and bool(oom_kills) and exit_signal == "SIGKILL"
+    if from_dmesg:
         cause += f" (possibly an OOM kill: dmesg shows {oom_kills} recent OOM kills)"
     return DeathReport(
         cause=cause,
@@ -191,6 +193,7 @@ def job_death(
         exit_code=exit_code,
         exit_signal=exit_signal,
         recent_oom_kills=-1 if oom_kills is None else oom_kills,
+        oom_kill=bool(from_cgroup and oom_kills) or from_dmesg,
     )
 
 

@@ -285,6 +285,7 @@ class Dispatcher:
             exit_code=report.exit_code,
             exit_signal=report.exit_signal,
             pid=job.pid,
+            oom_kill=report.oom_kill,
         )
 
 

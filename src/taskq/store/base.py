@@ -10,9 +10,11 @@ that finish a run are *fenced* by ``(job_id, attempt, worker_id)`` and ``state =
 'running'``: a worker whose lease was taken over can never overwrite the new owner.
 
 Crash rules (applied in SQL, the same everywhere a runner death is handled):
-``crash_count + 1``; then if ``crash_count >= max_crashes`` -> ``dead/poison``; else if
-the job is idempotent -> ``queued`` (run again at once); else -> ``dead/crashed``. The
-cause is written to ``last_error``.
+``crash_count + 1``; then ``dead/poison`` if a death blamed on the job alone brings its
+blames to ``max_crashes``, or its unproven deaths (unblamed, or shared with other jobs)
+reach the actor's ``max_unblamed_crashes`` (taskq.blame, docs/jobs.md); else if the job
+is idempotent -> ``queued`` (run again at once); else -> ``dead/crashed``. The cause is
+written to ``last_error``.
 """
 
 from __future__ import annotations
@@ -161,9 +163,12 @@ class Store(Protocol):
         """Return claimed jobs (id, attempt) to queued without charging the attempt
         (attempt - 1). Fenced. Used for unstarted jobs and at shutdown."""
 
-    async def rescue_worker(self, worker_id: UUID, cause: str) -> list[RescuedJob]:
+    async def rescue_worker(
+        self, worker_id: UUID, cause: str, *, blamed: bool = False
+    ) -> list[RescuedJob]:
         """An observed death: apply the crash rules to every running job of that worker
-        now, and remove the worker row."""
+        now, and remove the worker row. ``blamed``: the cause points at a job
+        (taskq.blame); the death is shared when the worker ran more than one job."""
 
     async def rescue_expired(
         self, cause: str, *, exclude_worker: UUID | None = None

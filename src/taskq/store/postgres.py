@@ -597,6 +597,7 @@ class PostgresStore(PostgresInsight):
                 "errors": [o.error for o in outcomes],
                 "delays": [float(o.retry_delay) for o in outcomes],
                 "reasons": [o.dead_reason for o in outcomes],
+                "blames": [o.blamed for o in outcomes],
                 "metas": [o.meta_json for o in outcomes],
             },
         )
@@ -615,9 +616,12 @@ class PostgresStore(PostgresInsight):
             },
         )
 
-    async def rescue_worker(self, worker_id: UUID, cause: str) -> list[RescuedJob]:
+    async def rescue_worker(
+        self, worker_id: UUID, cause: str, *, blamed: bool = False
+    ) -> list[RescuedJob]:
         rows = await self._fetchall(
-            "rescue_worker", {"worker_id": worker_id, "cause": cause, "channel": self.channel}
+            "rescue_worker",
+            {"worker_id": worker_id, "cause": cause, "blamed": blamed, "channel": self.channel},
         )
         return [CODEC.rescued(r) for r in rows]
 

@@ -181,7 +181,8 @@ SELECT state, count(*) AS count FROM jobs GROUP BY state;
 -- A job whose unique key another job holds (or a newer job retried with it) stays put.
 WITH moved AS (
     UPDATE jobs
-    SET state = 'queued', attempt = 0, crash_count = 0, snooze_count = 0, dead_reason = NULL,
+    SET state = 'queued', attempt = 0, crash_count = 0, blamed_crashes = 0,
+        unproven_crashes = 0, snooze_count = 0, dead_reason = NULL,
         cancelled_at = NULL, cancelled_by = NULL, run_at = now(),
         started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
     WHERE id = ANY(%(ids)s::uuid[]) AND state IN ('dead', 'cancelled')
@@ -200,7 +201,8 @@ FROM moved;
 -- description: Every dead job back to queued now; returns how many moved.
 WITH moved AS (
     UPDATE jobs
-    SET state = 'queued', attempt = 0, crash_count = 0, snooze_count = 0, dead_reason = NULL,
+    SET state = 'queued', attempt = 0, crash_count = 0, blamed_crashes = 0,
+        unproven_crashes = 0, snooze_count = 0, dead_reason = NULL,
         cancelled_at = NULL, cancelled_by = NULL, run_at = now(),
         started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
     WHERE state = 'dead'
@@ -339,6 +341,7 @@ RETURNING jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args,
 -- Used by complete, rescue_worker and rescue_expired as `UPDATE jobs SET ... FROM verdict v`:
 -- v.kind is the outcome ('succeeded', 'retry', 'snoozed', 'dead', 'cancelled' or 'crashed'),
 -- v.next_state/v.next_reason the state it leads to, v.worker_id the run's worker,
+-- v.blamed/v.shared what a crash blames (see crash_outcome, migration 0004_b),
 -- v.result/v.error/v.delay its data. A re-queued job forgets its run (worker, start,
 -- finish); any other keeps who ran it. A crash remembers whose run it ended
 -- (lost_worker_id); an outcome written to a row no longer running is marked late.
@@ -347,6 +350,11 @@ RETURNING jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args,
 state = CASE WHEN jobs.cancelled_at IS NULL THEN v.next_state ELSE 'cancelled' END,
 dead_reason = CASE WHEN jobs.cancelled_at IS NULL THEN v.next_reason END,
 crash_count = jobs.crash_count + CASE WHEN v.kind = 'crashed' THEN 1 ELSE 0 END,
+blamed_crashes = jobs.blamed_crashes + CASE WHEN v.kind = 'crashed' AND v.blamed
+                                          THEN 1 ELSE 0 END,
+unproven_crashes = jobs.unproven_crashes
+                   + CASE WHEN v.kind = 'crashed' AND NOT (v.blamed AND NOT v.shared)
+                          THEN 1 ELSE 0 END,
 attempt = jobs.attempt - CASE WHEN v.kind = 'snoozed' AND jobs.cancelled_at IS NULL
                               THEN 1 ELSE 0 END,
 snooze_count = jobs.snooze_count + CASE WHEN v.kind = 'snoozed' AND jobs.cancelled_at IS NULL
@@ -372,12 +380,21 @@ late = (jobs.state <> 'running')
 -- run (not a crash) is still recorded, late (docs/jobs.md, "Late outcomes").
 jobs.state = 'queued' OR (jobs.state = 'dead' AND jobs.dead_reason IN ('crashed', 'poison'))
 
+-- fragment: crash_rule
+-- description: The crash rules (crash_outcome) on job row j for a death d (d.blamed, d.shared).
+-- max_unblamed is the actor option max_unblamed_crashes (recorded in actors.extra by the
+-- workers; 5, taskq.blame.DEFAULT_MAX_UNBLAMED_CRASHES, for an actor never recorded).
+crash_outcome(j.blamed_crashes, j.unproven_crashes, j.max_crashes, j.idempotent,
+              d.blamed, d.shared,
+              coalesce((SELECT (a.extra->>'max_unblamed_crashes')::int
+                        FROM actors a WHERE a.name = j.actor), 5))
+
 -- fragment: crash_verdict
--- description: The verdict columns of a crash, from crash_outcome() of the job row j.
+-- description: The verdict columns of a crash of job row j: rule c.rule, death d.
 j.worker_id, 'crashed'::text AS kind, NULL::text AS result, 0.0::float8 AS delay,
-CASE crash_outcome(j.crash_count, j.max_crashes, j.idempotent)
-    WHEN 'queued' THEN 'queued' ELSE 'dead' END AS next_state,
-nullif(crash_outcome(j.crash_count, j.max_crashes, j.idempotent), 'queued') AS next_reason
+d.blamed, d.shared,
+CASE c.rule WHEN 'queued' THEN 'queued' ELSE 'dead' END AS next_state,
+nullif(c.rule, 'queued') AS next_reason
 
 -- name: limits_exist
 -- description: Does any limit apply to a claim on these queues? (cached briefly by the store)
@@ -538,10 +555,10 @@ SELECT name, paused, paused_at, paused_by FROM queues ORDER BY name;
 WITH outcome AS (
     SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::int[], %(kinds)s::text[],
                          %(results)s::text[], %(errors)s::text[], %(delays)s::float8[],
-                         %(reasons)s::text[], %(metas)s::text[])
-        AS o(id, attempt, kind, result, error, delay, reason, meta)
+                         %(reasons)s::text[], %(metas)s::text[], %(blames)s::bool[])
+        AS o(id, attempt, kind, result, error, delay, reason, meta, blamed)
 ), verdict AS (
-    SELECT o.*, %(worker_id)s::uuid AS worker_id,
+    SELECT o.*, %(worker_id)s::uuid AS worker_id, false AS shared,
            CASE o.kind
                WHEN 'retry' THEN 'queued'
                WHEN 'snoozed' THEN 'queued'
@@ -554,7 +571,9 @@ WITH outcome AS (
            END AS next_reason
     FROM outcome o
     JOIN jobs j ON j.id = o.id
-    CROSS JOIN LATERAL (SELECT crash_outcome(j.crash_count, j.max_crashes, j.idempotent)) AS c(rule)
+    -- one job per pool process: a crashed outcome's death is never shared
+    CROSS JOIN LATERAL (SELECT o.blamed, false AS shared) AS d
+    CROSS JOIN LATERAL (SELECT CASE WHEN o.kind = 'crashed' THEN {{crash_rule}} END AS rule) AS c
 ), done AS (
     UPDATE jobs
     SET {{end_run}},
@@ -595,11 +614,19 @@ FROM returned;
 
 -- name: rescue_worker
 -- description: An observed death: crash rules on that worker's running jobs; drop its row.
+-- The death is shared when the worker was running more than one job.
 WITH gone AS (
     DELETE FROM workers WHERE id = %(worker_id)s
+), death AS (
+    SELECT %(blamed)s::bool AS blamed,
+           (SELECT count(*) FROM jobs
+            WHERE worker_id = %(worker_id)s AND state = 'running') > 1 AS shared
 ), verdict AS (
     SELECT j.id, %(cause)s::text AS error, {{crash_verdict}}
-    FROM jobs j WHERE j.worker_id = %(worker_id)s AND j.state = 'running'
+    FROM jobs j
+    CROSS JOIN death d
+    CROSS JOIN LATERAL (SELECT {{crash_rule}} AS rule) AS c
+    WHERE j.worker_id = %(worker_id)s AND j.state = 'running'
 ), rescued AS (
     UPDATE jobs
     SET {{end_run}}
@@ -614,6 +641,7 @@ FROM rescued;
 
 -- name: rescue_expired
 -- description: Crash rules on running jobs whose lease expired; one sweeper at a time.
+-- A lost lease says nothing about the cause: it blames no job.
 WITH sweeper AS (
     SELECT pg_try_advisory_xact_lock(hashtext(%(lock_key)s)) AS got
 ), verdict AS (
@@ -622,7 +650,11 @@ WITH sweeper AS (
                || coalesce(' on ' || w.hostname || ' (pid ' || w.pid::text || ')', '')
                || ' stopped heartbeating' AS error,
            {{crash_verdict}}
-    FROM jobs j CROSS JOIN sweeper LEFT JOIN workers w ON w.id = j.worker_id
+    FROM jobs j
+    CROSS JOIN sweeper
+    LEFT JOIN workers w ON w.id = j.worker_id
+    CROSS JOIN (SELECT false AS blamed, false AS shared) AS d
+    CROSS JOIN LATERAL (SELECT {{crash_rule}} AS rule) AS c
     WHERE sweeper.got AND j.state = 'running' AND j.lease_expires_at < now()
       AND j.worker_id IS DISTINCT FROM %(exclude_worker)s::uuid
 ), rescued AS (

@@ -577,11 +577,12 @@ class SqliteStore(SqliteInsight):
         return await self._run(self._queue_overview)
 
     def _crash(
-        self, runs: Sequence[tuple[str, int, str, str | None]], now: float
+        self, runs: Sequence[tuple[str, int, str, str | None, bool]], now: float, *, shared: bool
     ) -> list[RescuedJob]:
-        """The crash rules on (id, attempt, worker_id, error) runs, inside a write."""
+        """The crash rules on (id, attempt, worker_id, error, blamed) runs, inside a write;
+        ``shared``: one death of a runner that ran all these runs."""
         rescued = []
-        for job_id, attempt, worker_id, error in runs:
+        for job_id, attempt, worker_id, error, blamed in runs:
             row = self._db.execute(
                 Q["crash_run"],
                 {
@@ -589,6 +590,8 @@ class SqliteStore(SqliteInsight):
                     "attempt": attempt,
                     "worker_id": worker_id,
                     "error": error,
+                    "blamed": int(blamed),
+                    "shared": int(shared),
                     "now": now,
                 },
             ).fetchone()
@@ -602,7 +605,7 @@ class SqliteStore(SqliteInsight):
         crashes = []
         for o in outcomes:
             if o.kind == OutcomeKind.CRASHED:
-                crashes.append((str(o.job_id), o.attempt, worker_id, o.error))
+                crashes.append((str(o.job_id), o.attempt, worker_id, o.error, o.blamed))
                 continue
             changed += self._db.execute(
                 Q["finish_run"],
@@ -619,7 +622,7 @@ class SqliteStore(SqliteInsight):
                     "now": now,
                 },
             ).rowcount
-        return changed + len(self._crash(crashes, now))
+        return changed + len(self._crash(crashes, now, shared=False))
 
     async def complete(self, worker_id: UUID, outcomes: Sequence[Outcome]) -> int:
         if not outcomes:
@@ -641,16 +644,20 @@ class SqliteStore(SqliteInsight):
             return 0
         return await self._run(self._write, self._give_back, str(worker_id), jobs)
 
-    def _rescue_worker(self, worker_id: str, cause: str) -> list[RescuedJob]:
+    def _rescue_worker(self, worker_id: str, cause: str, blamed: bool) -> list[RescuedJob]:
         runs = self._db.execute(Q["running_of_worker"], {"worker_id": worker_id}).fetchall()
         rescued = self._crash(
-            [(r["id"], r["attempt"], r["worker_id"], cause) for r in runs], time.time()
+            [(r["id"], r["attempt"], r["worker_id"], cause, blamed) for r in runs],
+            time.time(),
+            shared=len(runs) > 1,
         )
         self._db.execute(Q["unregister_worker"], {"id": worker_id})
         return rescued
 
-    async def rescue_worker(self, worker_id: UUID, cause: str) -> list[RescuedJob]:
-        return await self._run(self._write, self._rescue_worker, str(worker_id), cause)
+    async def rescue_worker(
+        self, worker_id: UUID, cause: str, *, blamed: bool = False
+    ) -> list[RescuedJob]:
+        return await self._run(self._write, self._rescue_worker, str(worker_id), cause, blamed)
 
     def _rescue_expired(self, cause: str, exclude_worker: UUID | None) -> list[RescuedJob]:
         now = time.time()
@@ -668,10 +675,12 @@ class SqliteStore(SqliteInsight):
                     r["attempt"],
                     r["worker_id"],
                     lease_expired_error(cause, r["worker_id"], r["hostname"], r["pid"]),
+                    False,  # a lost lease blames no job
                 )
                 for r in runs
             ],
             now,
+            shared=False,
         )
 
     async def rescue_expired(

@@ -104,7 +104,8 @@ SELECT state, count(*) AS count FROM jobs GROUP BY state;
 -- description: Dead or cancelled jobs back to queued now, counters reset, error kept.
 -- A job whose unique key another job holds (or a newer job retried with it) stays put.
 UPDATE jobs
-SET state = 'queued', attempt = 0, crash_count = 0, snooze_count = 0, dead_reason = NULL,
+SET state = 'queued', attempt = 0, crash_count = 0, blamed_crashes = 0,
+    unproven_crashes = 0, snooze_count = 0, dead_reason = NULL,
     cancelled_at = NULL, cancelled_by = NULL, run_at = :now,
     started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('dead', 'cancelled')
@@ -117,7 +118,8 @@ RETURNING id;
 -- name: retry_all_dead
 -- description: Every dead job back to queued now.
 UPDATE jobs
-SET state = 'queued', attempt = 0, crash_count = 0, snooze_count = 0, dead_reason = NULL,
+SET state = 'queued', attempt = 0, crash_count = 0, blamed_crashes = 0,
+    unproven_crashes = 0, snooze_count = 0, dead_reason = NULL,
     cancelled_at = NULL, cancelled_by = NULL, run_at = :now,
     started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
 WHERE state = 'dead'
@@ -341,7 +343,8 @@ SELECT EXISTS (
 -- description: The SET list that ends a run, once for every way a run ends.
 -- Used as `UPDATE jobs SET ... FROM (...) AS v`: v.kind is the outcome ('succeeded',
 -- 'retry', 'snoozed', 'dead', 'cancelled' or 'crashed'), v.next_state/v.next_reason the state it
--- leads to, v.worker_id the run's worker, v.result/v.error/v.delay its data. A re-queued
+-- leads to, v.worker_id the run's worker, v.blamed/v.shared what a crash blames
+-- (crash_run), v.result/v.error/v.delay its data. A re-queued
 -- job forgets its run. A crash remembers whose run it ended (lost_worker_id); an outcome
 -- written to a row no longer running is marked late.
 -- A snooze gives the attempt back and counts the snooze. A job whose cancel was asked
@@ -349,6 +352,11 @@ SELECT EXISTS (
 state = CASE WHEN jobs.cancelled_at IS NULL THEN v.next_state ELSE 'cancelled' END,
 dead_reason = CASE WHEN jobs.cancelled_at IS NULL THEN v.next_reason END,
 crash_count = jobs.crash_count + CASE WHEN v.kind = 'crashed' THEN 1 ELSE 0 END,
+blamed_crashes = jobs.blamed_crashes + CASE WHEN v.kind = 'crashed' AND v.blamed
+                                          THEN 1 ELSE 0 END,
+unproven_crashes = jobs.unproven_crashes
+                   + CASE WHEN v.kind = 'crashed' AND NOT (v.blamed AND NOT v.shared)
+                          THEN 1 ELSE 0 END,
 attempt = jobs.attempt - CASE WHEN v.kind = 'snoozed' AND jobs.cancelled_at IS NULL
                               THEN 1 ELSE 0 END,
 snooze_count = jobs.snooze_count + CASE WHEN v.kind = 'snoozed' AND jobs.cancelled_at IS NULL
@@ -388,7 +396,7 @@ UPDATE jobs
 SET {{end_run}},
     meta = coalesce(:meta, jobs.meta)
 FROM (SELECT :id AS id, :worker_id AS worker_id, :kind AS kind, :result AS result,
-             :error AS error, :delay AS delay,
+             :error AS error, :delay AS delay, 0 AS blamed, 0 AS shared,
              CASE :kind WHEN 'retry' THEN 'queued' WHEN 'snoozed' THEN 'queued' ELSE :kind END
                  AS next_state,
              CASE :kind WHEN 'dead' THEN coalesce(:reason, 'failed') END AS next_reason) AS v
@@ -397,17 +405,28 @@ WHERE ({{run_fence}})
 
 -- name: crash_run
 -- description: The crash rules on one run, fenced: requeue, dead/crashed or dead/poison.
+-- :blamed: the death points at a job (taskq.blame); :shared: the runner ran other jobs
+-- too. A blame poisons only a job that died alone (after a shared blame the job is re-run
+-- before a second blame can poison it); max_unblamed_crashes unproven deaths (the actor
+-- option in actors.extra; 5, taskq.blame.DEFAULT_MAX_UNBLAMED_CRASHES, if never recorded)
+-- make it poison too, so an unreadable cause cannot loop.
 UPDATE jobs
 SET {{end_run}}
 FROM (SELECT id, :worker_id AS worker_id, 'crashed' AS kind, NULL AS result,
-             :error AS error, 0.0 AS delay,
+             :error AS error, 0.0 AS delay, :blamed AS blamed, :shared AS shared,
              CASE rule WHEN 'queued' THEN 'queued' ELSE 'dead' END AS next_state,
              nullif(rule, 'queued') AS next_reason
-      FROM (SELECT id,
-                   CASE WHEN crash_count + 1 >= max_crashes THEN 'poison'
-                        WHEN idempotent THEN 'queued'
+      FROM (SELECT j.id,
+                   CASE WHEN :blamed AND NOT :shared AND j.blamed_crashes + 1 >= j.max_crashes
+                            THEN 'poison'
+                        WHEN j.unproven_crashes
+                             + CASE WHEN :blamed AND NOT :shared THEN 0 ELSE 1 END
+                             >= coalesce((SELECT json_extract(a.extra, '$.max_unblamed_crashes')
+                                          FROM actors a WHERE a.name = j.actor), 5)
+                            THEN 'poison'
+                        WHEN j.idempotent THEN 'queued'
                         ELSE 'crashed' END AS rule
-            FROM jobs WHERE id = :id)) AS v
+            FROM jobs j WHERE j.id = :id)) AS v
 WHERE {{run_fence}}
 RETURNING jobs.id, jobs.actor, jobs.state, jobs.dead_reason, jobs.crash_count;
 

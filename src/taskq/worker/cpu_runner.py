@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+from ..blame import blames_job
 from ..exceptions import (
     BreakerOpen,
     JobCancelled,
@@ -111,7 +112,11 @@ class CpuRunner:
                 return outcomes.snoozed(job, seconds, actor.max_snoozes)
             return outcomes.failed(job, _pool_error(exc), actor.retry_backoff)
         except ProcessDied as exc:
-            return outcomes.crashed(job, exc.cause)
+            # one job per pool process: a death that blames a job blames this one, alone
+            blamed = blames_job(
+                exit_signal=exc.exit_signal, exit_code=exc.exit_code, oom_kill=exc.oom_kill
+            )
+            return outcomes.crashed(job, exc.cause, blamed=blamed)
         except JobCancelled as exc:
             return outcomes.cancelled(job, f"JobCancelled: {exc}")
         except (BreakerOpen, PoolClosed):

@@ -126,6 +126,7 @@ def cancelled(job: ClaimedJob, note: str) -> Outcome:
     return Outcome(job.id, job.attempt, OutcomeKind.CANCELLED, error=note)
 
 
-def crashed(job: ClaimedJob, cause: str) -> Outcome:
-    """The process running the job died: the store applies the crash rules."""
-    return Outcome(job.id, job.attempt, OutcomeKind.CRASHED, error=cause)
+def crashed(job: ClaimedJob, cause: str, *, blamed: bool) -> Outcome:
+    """The process running the job died: the store applies the crash rules. ``blamed``:
+    the death points at this job (taskq.blame), so it counts toward poison."""
+    return Outcome(job.id, job.attempt, OutcomeKind.CRASHED, error=cause, blamed=blamed)

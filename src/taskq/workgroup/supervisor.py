@@ -23,6 +23,7 @@ from typing import Any
 from uuid import UUID
 
 from .. import exit_codes, metrics
+from ..blame import blames_job
 from ..exceptions import TaskqError, WorkgroupStartError
 from ..ids import uuid7
 from ..logs import get_logger
@@ -470,7 +471,7 @@ class Supervisor:
             **exit_fields(returncode),
         )
         self._emit("child_exited", name, pid=pid, exit_cause=cause, returncode=returncode)
-        await self._rescue(child, pid, cause)
+        await self._rescue(child, pid, cause, blamed=_blames_job(returncode, unhealthy))
         return reason, cause
 
     def _watch_result(self, watcher: asyncio.Task[str]) -> str:
@@ -512,8 +513,9 @@ class Supervisor:
                 task.cancel()
         await asyncio.gather(*pumps, return_exceptions=True)
 
-    async def _rescue(self, child: Child, pid: int, cause: str) -> None:
-        """Apply the crash rules now to what the dead child was running."""
+    async def _rescue(self, child: Child, pid: int, cause: str, *, blamed: bool) -> None:
+        """Apply the crash rules now to what the dead child was running (``blamed``: the
+        way it died points at a job, see taskq.blame)."""
         store = await self._store_for_rescue()
         if store is None:
             return
@@ -531,7 +533,9 @@ class Supervisor:
                     "unregistered on a clean exit)",
                 )
                 return
-            rescued = await asyncio.wait_for(store.rescue_worker(row.id, text), STORE_CALL_TIMEOUT)
+            rescued = await asyncio.wait_for(
+                store.rescue_worker(row.id, text, blamed=blamed), STORE_CALL_TIMEOUT
+            )
         except Exception as exc:
             log.warning(
                 "workgroup.rescue_failed",
@@ -596,3 +600,22 @@ class Supervisor:
             )
             for child in survivors:
                 child.kill_group()
+
+
+def _blames_job(returncode: int, unhealthy: str | None) -> bool:
+    """Does a child worker's death point at the jobs it ran? A kill by this supervisor for
+    a hang (failed health checks) does; so do fatal signals from inside and exit codes
+    other than the worker's own (taskq.exit_codes.WORKER_OWN); an outside SIGKILL/SIGTERM does
+    not."""
+    signal_name: str | None = None
+    if returncode < 0:
+        try:
+            signal_name = signal.Signals(-returncode).name
+        except ValueError:
+            signal_name = f"signal {-returncode}"
+    return blames_job(
+        exit_signal=signal_name,
+        exit_code=returncode if returncode >= 0 else None,
+        killed_for_hang=unhealthy is not None,
+        own_exit_codes=exit_codes.WORKER_OWN,
+    )

@@ -55,6 +55,8 @@ CREATE TABLE jobs (
     cancelled_by text,
     lost_worker_id uuid,
     late boolean NOT NULL DEFAULT false,
+    blamed_crashes integer NOT NULL DEFAULT 0,
+    unproven_crashes integer NOT NULL DEFAULT 0,
     CONSTRAINT jobs_attempt_check CHECK (((attempt >= 0) AND (crash_count >= 0))),
     CONSTRAINT jobs_dead_reason_check CHECK (((state = 'dead'::text) = (dead_reason IS NOT NULL))),
     CONSTRAINT jobs_pkey PRIMARY KEY (id),
@@ -157,13 +159,15 @@ CREATE UNIQUE INDEX jobs_unique_idx ON jobs USING btree (unique_key) WHERE ((uni
 
 CREATE INDEX workers_wg_lookup_idx ON workers USING btree (workgroup_instance, worker_label, last_seen_at DESC) WHERE (workgroup_instance IS NOT NULL);
 
-CREATE OR REPLACE FUNCTION crash_outcome(crash_count integer, max_crashes integer, idempotent boolean)
+CREATE OR REPLACE FUNCTION crash_outcome(blamed_crashes integer, unproven_crashes integer, max_crashes integer, idempotent boolean, blamed boolean, shared boolean, max_unblamed integer)
  RETURNS text
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
     SELECT CASE
-        WHEN crash_count + 1 >= max_crashes THEN 'poison'
+        WHEN blamed AND NOT shared AND blamed_crashes + 1 >= max_crashes THEN 'poison'
+        WHEN unproven_crashes + CASE WHEN blamed AND NOT shared THEN 0 ELSE 1 END
+             >= max_unblamed THEN 'poison'
         WHEN idempotent THEN 'queued'
         ELSE 'crashed'
     END

@@ -1,0 +1,82 @@
+"""Poison means "this job killed its runner", with a real pool, real signals, both stores.
+
+A cpu_bound job runs in a real pool process (the worker's ``CpuRunner`` over a pool whose
+memory cgroup is a copied counter file, as in test_procpool.py); its process is
+SIGKILLed from outside, with or without the OOM counter going up; the outcome is written
+to the real store. An OOM kill blames the job: twice is poison. An outside SIGKILL with no
+OOM evidence blames nobody: the job re-runs and is charged, never poisoned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from taskq.ids import uuid7
+from taskq.jobs import OutcomeKind
+from taskq.procpool import causes
+from taskq.worker.cpu_runner import CpuRunner
+from tests.integration import procpool_actors
+from tests.integration.procpool_support import make_pool, running_pid
+from tests.worker_harness import config_for
+
+from .storekit import spec
+
+
+@pytest.fixture
+def cgroup(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of this process's memory cgroup counter: (root, counter file)."""
+    real = causes.OomCounter.for_pid(os.getpid())
+    if real is None:
+        pytest.skip("no memory cgroup counter readable here to copy")
+    root = tmp_path / "cgroup"
+    counter = root / real.path.relative_to(causes.CGROUP_ROOT)
+    counter.parent.mkdir(parents=True)
+    counter.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 7\n")
+    return root, counter
+
+
+async def kill_twice(store, target, tmp_path: Path, cgroup, *, oom: bool):
+    root, counter = cgroup
+    runner = CpuRunner(config_for(target), needed=False)
+    runner._pool = make_pool(tmp_path, size=1, cgroup_root=root)  # the fake cgroup
+    await runner._pool.start()
+    actor = procpool_actors.registry.get("hold")
+    job = spec("hold", args=[str(tmp_path / "never")], idempotent=True, max_crashes=2)
+    await store.enqueue([job])
+    kills = 7
+    try:
+        for _ in range(2):
+            worker = uuid7()
+            (claimed,) = await store.claim(worker, ["default"], 1, 30.0)
+            running = asyncio.create_task(runner.run_job(claimed, actor))
+            pid = await running_pid(runner._pool, str(claimed.id))
+            if oom:
+                kills += 1
+                counter.write_text(f"oom_kill_disable 0\nunder_oom 0\noom_kill {kills}\n")
+            os.kill(pid, signal.SIGKILL)
+            outcome = await running
+            assert outcome is not None and outcome.kind == OutcomeKind.CRASHED
+            assert outcome.blamed is oom
+            assert await store.complete(worker, [outcome]) == 1
+    finally:
+        await runner.close(1.0)
+    return await store.get_job(job.id)
+
+
+async def test_a_job_whose_process_is_oom_killed_twice_is_poison(store, target, tmp_path, cgroup):
+    job = await kill_twice(store, target, tmp_path, cgroup, oom=True)
+    assert (job.state, job.dead_reason, job.crash_count) == ("dead", "poison", 2)
+    assert "OOM kill" in job.last_error
+
+
+async def test_a_job_whose_process_is_sigkilled_from_outside_twice_is_not_poison(
+    store, target, tmp_path, cgroup
+):
+    job = await kill_twice(store, target, tmp_path, cgroup, oom=False)
+    assert (job.state, job.dead_reason, job.crash_count) == ("queued", None, 2)
+    assert "killed by SIGKILL" in job.last_error and "OOM" not in job.last_error

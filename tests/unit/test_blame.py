@@ -1,0 +1,43 @@
+"""Which deaths blame a job (taskq.blame) and how a workgroup child's exit maps onto it."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from taskq import exit_codes
+from taskq.blame import JOB_SIGNALS, blames_job
+from taskq.workgroup.supervisor import _blames_job
+
+
+@pytest.mark.parametrize("name", sorted(JOB_SIGNALS))
+def test_fatal_signals_from_inside_blame_the_job(name):
+    assert blames_job(exit_signal=name, exit_code=None)
+
+
+@pytest.mark.parametrize("name", ["SIGKILL", "SIGTERM", "SIGINT", "SIGHUP"])
+def test_outside_kills_blame_no_job_unless_there_is_oom_evidence(name):
+    assert not blames_job(exit_signal=name, exit_code=None)
+    assert blames_job(exit_signal=name, exit_code=None, oom_kill=True)
+
+
+def test_exit_codes_blame_the_job_except_the_runners_own():
+    assert blames_job(exit_signal=None, exit_code=3)
+    assert blames_job(exit_signal=None, exit_code=0)  # sys.exit(0) mid-job still ended it
+    assert not blames_job(exit_signal=None, exit_code=3, own_exit_codes={3})
+
+
+def test_an_unreadable_cause_blames_nobody_and_a_kill_for_a_hang_does():
+    assert not blames_job(exit_signal=None, exit_code=None)
+    assert blames_job(exit_signal="SIGKILL", exit_code=None, killed_for_hang=True)
+
+
+def test_a_workgroup_child_exit():
+    assert not _blames_job(-signal.SIGKILL, None)  # an operator, a deploy
+    assert not _blames_job(-signal.SIGTERM, None)
+    assert _blames_job(-signal.SIGSEGV, None)
+    assert _blames_job(70, None)  # a job's os._exit(70)
+    for own in exit_codes.WORKER_OWN:  # the worker's own decisions
+        assert not _blames_job(own, None)
+    assert _blames_job(-signal.SIGKILL, "health check failed 3 times")  # killed for a hang
