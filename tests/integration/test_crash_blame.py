@@ -21,7 +21,7 @@ from taskq.jobs import OutcomeKind
 from taskq.procpool import causes
 from taskq.worker.cpu_runner import CpuRunner
 from tests.integration import procpool_actors
-from tests.integration.procpool_support import make_pool, running_pid
+from tests.integration.procpool_support import make_pool, until
 from tests.worker_harness import config_for
 
 from .storekit import spec
@@ -45,16 +45,23 @@ async def kill_twice(store, target, tmp_path: Path, cgroup, *, oom: bool):
     runner = CpuRunner(config_for(target), needed=False)
     runner._pool = make_pool(tmp_path, size=1, cgroup_root=root)  # the fake cgroup
     await runner._pool.start()
-    actor = procpool_actors.registry.get("hold")
-    job = spec("hold", args=[str(tmp_path / "never")], idempotent=True, max_crashes=2)
+    actor = procpool_actors.registry.get("stubborn")  # writes its pid once it runs the job
+    pid_file = tmp_path / "pid"
+    job = spec("stubborn", args=[str(pid_file)], idempotent=True, max_crashes=2)
     await store.enqueue([job])
     kills = 7
     try:
         for _ in range(2):
+            pid_file.unlink(missing_ok=True)
             worker = uuid7()
             (claimed,) = await store.claim(worker, ["default"], 1, 30.0)
             running = asyncio.create_task(runner.run_job(claimed, actor))
-            pid = await running_pid(runner._pool, str(claimed.id))
+            pid = int(
+                await until(
+                    lambda: pid_file.exists() and pid_file.read_text(),
+                    what="the job to run in its pool process",
+                )
+            )
             if oom:
                 kills += 1
                 counter.write_text(f"oom_kill_disable 0\nunder_oom 0\noom_kill {kills}\n")
