@@ -218,3 +218,31 @@ async def test_eight_processes_racing_on_one_key_make_one_job(client, target, tm
     assert sum(1 for _, duplicate in answers if not duplicate) == 1
     stats = await client.stats()
     assert stats["queued"] == 1 and sum(stats.values()) == 1
+
+
+async def test_a_late_outcome_never_takes_a_key_another_job_holds(client):
+    """A run ended by the crash rules (dead/crashed) whose outcome arrives late, after a
+    new job took its key: the late write is dropped, not a unique violation that would
+    fail the whole batch of outcomes it came with."""
+    from taskq.ids import uuid7
+    from taskq.jobs import Outcome, OutcomeKind
+
+    store = client.store
+    worker = uuid7()
+    old = await client.enqueue_with(echo, [1], unique_key="k")  # not idempotent
+    (run,) = await store.claim(worker, ["default"], 10, 30)
+    (rescued,) = await store.rescue_worker(worker, "lost")  # e.g. a partition
+    assert (rescued.id, rescued.state, rescued.dead_reason) == (old, "dead", "crashed")
+    new = await client.enqueue_with(echo, [2], unique_key="k")  # dead frees the key
+    assert not new.duplicate
+    bystander = await client.enqueue_with(echo, [3], priority=-1)
+    (other_run,) = await store.claim(worker, ["default"], 1, 30)  # the worker lives on
+    assert other_run.id == bystander
+    batch = [
+        Outcome(old, run.attempt, OutcomeKind.RETRY, error="late", retry_delay=0),
+        Outcome(bystander, other_run.attempt, OutcomeKind.SUCCEEDED),
+    ]
+    assert await store.complete(worker, batch) == 1
+    assert (await client.get(old)).state == "dead"
+    assert (await client.get(new)).state == "queued"
+    assert (await client.get(bystander)).state == "succeeded"

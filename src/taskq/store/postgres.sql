@@ -377,8 +377,12 @@ late = (jobs.state <> 'running')
 -- description: The row is still the crash verdict that ended worker w's run of this
 -- attempt, and nobody has run the job since (a claim clears lost_worker_id and moves
 -- attempt): re-queued and not claimed, or dead by the crash rules. An outcome of that
--- run (not a crash) is still recorded, late (docs/jobs.md, "Late outcomes").
-jobs.state = 'queued' OR (jobs.state = 'dead' AND jobs.dead_reason IN ('crashed', 'poison'))
+-- run (not a crash) is still recorded, late (docs/jobs.md, "Late outcomes") -- unless
+-- another job holds the row's unique key now: the late write would collide with it.
+(jobs.state = 'queued' OR (jobs.state = 'dead' AND jobs.dead_reason IN ('crashed', 'poison')))
+AND (jobs.unique_key IS NULL OR NOT EXISTS (
+    SELECT 1 FROM jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
+      AND strpos(h.unique_states, ',' || h.state || ',') > 0))
 
 -- fragment: crash_rule
 -- description: The crash rules (crash_outcome) on job row j for a death d (d.blamed, d.shared).

@@ -384,9 +384,13 @@ jobs.id = v.id AND jobs.attempt = :attempt AND jobs.worker_id = :worker_id
 -- description: The row is still the crash verdict that ended this worker's run of this
 -- attempt, and nobody has run the job since (a claim clears lost_worker_id and moves
 -- attempt): re-queued and not claimed, or dead by the crash rules. An outcome of that
--- run (not a crash) is still recorded, late (docs/jobs.md, "Late outcomes").
+-- run (not a crash) is still recorded, late (docs/jobs.md, "Late outcomes") -- unless
+-- another job holds the row's unique key now: the late write would collide with it.
 jobs.id = v.id AND jobs.attempt = :attempt AND jobs.lost_worker_id = :worker_id
   AND (jobs.state = 'queued' OR (jobs.state = 'dead' AND jobs.dead_reason IN ('crashed', 'poison')))
+  AND (jobs.unique_key IS NULL OR NOT EXISTS (
+      SELECT 1 FROM jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
+        AND instr(h.unique_states, ',' || h.state || ',') > 0))
 
 -- name: finish_run
 -- description: Write one outcome that is not a crash (succeeded/retry/snoozed/dead/cancelled), fenced.
