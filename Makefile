@@ -55,7 +55,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pyright --pythonpath $(PY)
+	$(VENV)/bin/pyright --project . --pythonpath $(PY)
 
 bench: $(STAMP)
 	@dsn=$$($(PY) scripts/ensure_postgres.py) || exit 1; \
