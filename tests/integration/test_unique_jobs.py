@@ -246,3 +246,21 @@ async def test_a_late_outcome_never_takes_a_key_another_job_holds(client):
     assert (await client.get(old)).state == "dead"
     assert (await client.get(new)).state == "queued"
     assert (await client.get(bystander)).state == "succeeded"
+
+
+async def test_retrying_dead_jobs_that_share_a_key_brings_back_only_the_newest(client):
+    from taskq.ids import uuid7
+    from taskq.jobs import Outcome, OutcomeKind
+
+    store, worker, dead = client.store, uuid7(), []
+    for n in range(2):
+        dead.append(await client.enqueue_with(echo, [n], unique_key="k"))
+        (run,) = await store.claim(worker, ["default"], 1, 30)
+        await store.complete(worker, [Outcome(run.id, run.attempt, OutcomeKind.DEAD, error="x")])
+    older, newer = dead
+    assert await store.retry_jobs([older, newer]) == [newer]
+    assert (await client.get(older)).state == "dead"
+    await client.cancel(newer)
+    assert await client.retry_all_dead() == 1  # the older one, now that the key is free
+    assert (await client.get(older)).state == "queued"
+    assert (await client.get(newer)).state == "cancelled"
