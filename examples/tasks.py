@@ -30,6 +30,7 @@ def build_report(month: str) -> int:
     return sum(i * i for i in range(100_000))
 
 
+@registry.periodic("0 3 * * *", timezone="Europe/Paris", kwargs={"older_than_days": 7})
 @registry.actor(queue="cleanup", idempotent=True)
 def purge_tmp(older_than_days: int = 7) -> int:
     return 0
