@@ -20,6 +20,7 @@ from .client import AsyncClient, parse_job_id
 from .exceptions import ConfigError, TaskqError
 from .jobs import ALL_STATES, Job, Limits, QueueInfo, Rate
 from .store.queues import QUEUE
+from .worker.config import WORKER_DEFAULTS as _WORKER
 
 T = TypeVar("T")
 
@@ -178,20 +179,20 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument(
         "--max-concurrency",
         type=_positive_int,
-        default=10,
+        default=_WORKER.max_concurrency,
         metavar="N",
         help="jobs run at once by this worker",
     )
     w.add_argument(
         "--poll-interval",
         type=_positive_seconds,
-        default=1.0,
+        default=_WORKER.poll_interval,
         metavar="S",
         help="seconds between claims when idle (LISTEN/NOTIFY wakes it sooner on Postgres)",
     )
     w.add_argument(
         "--worker-group",
-        default="default",
+        default=_WORKER.worker_group,
         metavar="G",
         help="group name for logs and dashboards (logged as `group` in worker-started)",
     )
@@ -224,28 +225,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     w.add_argument(
         "--health-host",
-        default="0.0.0.0",
+        default=_WORKER.health_host,
         metavar="ADDR",
-        help="interface --health-port binds to (default 0.0.0.0)",
+        help="interface --health-port binds to",
     )
     w.add_argument(
         "--heartbeat-interval",
         type=_positive_seconds,
-        default=2.0,
+        default=_WORKER.heartbeat_interval,
         metavar="S",
         help="seconds between heartbeats (each extends every lease); shorter than --lease",
     )
     w.add_argument(
         "--lease",
         type=_positive_seconds,
-        default=10.0,
+        default=_WORKER.lease,
         metavar="S",
         help="seconds a claimed job stays ours without a heartbeat",
     )
     w.add_argument(
         "--shutdown-grace",
         type=_seconds,
-        default=30.0,
+        default=_WORKER.shutdown_grace,
         metavar="S",
         help="seconds running jobs get to finish after SIGTERM",
     )
@@ -258,10 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument(
         "--prefetch",
         type=_prefetch,
-        default=0,
+        default=_WORKER.prefetch,
         metavar="N|auto",
-        help="claimed jobs that may wait beyond the free consumers (default 0; "
-        "'auto': up to one per consumer while jobs take under 5 ms)",
+        help="claimed jobs that may wait beyond the free consumers "
+        "('auto': up to one per consumer while jobs take under 5 ms)",
     )
     w.add_argument(
         "--middleware",
@@ -280,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument(
         "--cpu-max-tasks-per-child",
         type=_positive_int,
-        default=1000,
+        default=_WORKER.cpu_max_tasks_per_child,
         metavar="N",
         help="a CPU pool process is replaced after N jobs",
     )

@@ -24,7 +24,12 @@ from .unique import Unique, as_unique
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,199}$")
 _QUEUE = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
 
+# every actor option's default, written once (Actor, Registry.actor, the client enqueuing
+# by name an actor it has never seen)
 DEFAULT_QUEUE = "default"
+DEFAULT_MAX_ATTEMPTS = 3
+DEFAULT_MAX_CRASHES = 2  # one retry tells "unlucky" from "poison"
+DEFAULT_MAX_SNOOZES = 100
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -58,16 +63,16 @@ class Actor(Generic[P, R]):
     fn: Callable[P, R]
     name: str
     queue: str = DEFAULT_QUEUE
-    max_attempts: int = 3
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
     timeout: float | None = None
     idempotent: bool = False
     cpu_bound: bool = False
-    max_crashes: int = 2
+    max_crashes: int = DEFAULT_MAX_CRASHES
     priority: int = 0
     retry_backoff: RetryBackoff = field(default_factory=RetryBackoff)
     initializer: Callable[[], Any] | None = None  # cpu_bound: runs in every new pool process
     unique: Unique | None = None  # its jobs are unique (see taskq.Unique)
-    max_snoozes: int = 100  # snoozes past this end the job dead/snoozed_too_often
+    max_snoozes: int = DEFAULT_MAX_SNOOZES  # snoozes past this end the job dead/snoozed_too_often
     # deaths blamed on no job (or shared) after which it is poison anyway (taskq.blame)
     max_unblamed_crashes: int = DEFAULT_MAX_UNBLAMED_CRASHES
 
@@ -135,16 +140,16 @@ class Registry:
         *,
         name: str | None = None,
         queue: str = DEFAULT_QUEUE,
-        max_attempts: int = 3,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         timeout: float | None = None,
         idempotent: bool = False,
         cpu_bound: bool = False,
-        max_crashes: int = 2,
+        max_crashes: int = DEFAULT_MAX_CRASHES,
         priority: int = 0,
         retry_backoff: RetryBackoff | None = None,
         initializer: Callable[[], Any] | None = None,
         unique: bool | Unique = False,
-        max_snoozes: int = 100,
+        max_snoozes: int = DEFAULT_MAX_SNOOZES,
         max_unblamed_crashes: int = DEFAULT_MAX_UNBLAMED_CRASHES,
     ) -> Callable[[Callable[P, R]], Actor[P, R]]: ...
 
@@ -155,16 +160,16 @@ class Registry:
         *,
         name: str | None = None,
         queue: str = DEFAULT_QUEUE,
-        max_attempts: int = 3,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         timeout: float | None = None,
         idempotent: bool = False,
         cpu_bound: bool = False,
-        max_crashes: int = 2,
+        max_crashes: int = DEFAULT_MAX_CRASHES,
         priority: int = 0,
         retry_backoff: RetryBackoff | None = None,
         initializer: Callable[[], Any] | None = None,
         unique: bool | Unique = False,
-        max_snoozes: int = 100,
+        max_snoozes: int = DEFAULT_MAX_SNOOZES,
         max_unblamed_crashes: int = DEFAULT_MAX_UNBLAMED_CRASHES,
     ) -> Actor[P, R] | Callable[[Callable[P, R]], Actor[P, R]]:
         """Register a function as an actor: ``@registry.actor`` or ``@registry.actor(...)``."""

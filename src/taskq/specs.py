@@ -20,7 +20,14 @@ from .exceptions import ActorNotFound, ConfigError
 from .ids import uuid7_many
 from .jobs import ActorConfig, JobId, JobSpec
 from .payload import check_tags, encode_arguments, encode_meta
-from .registry import DEFAULT_QUEUE, Actor, AnyActor, _check_options
+from .registry import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_CRASHES,
+    DEFAULT_QUEUE,
+    Actor,
+    AnyActor,
+    _check_options,
+)
 from .unique import Unique
 
 ActorRef = AnyActor | str
@@ -103,8 +110,8 @@ class JobBuilder:
             if cfg is None and queue is None:
                 raise ActorNotFound(unknown_actor_message(name))
             cfg_queue = cfg.queue if cfg else DEFAULT_QUEUE
-            max_attempts = cfg.max_attempts if cfg else 3
-            max_crashes = cfg.max_crashes if cfg else 2
+            max_attempts = cfg.max_attempts if cfg else DEFAULT_MAX_ATTEMPTS
+            max_crashes = cfg.max_crashes if cfg else DEFAULT_MAX_CRASHES
             idempotent = cfg.idempotent if cfg else False
             default_priority = 0
         else:

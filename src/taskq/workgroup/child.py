@@ -129,7 +129,6 @@ class Child:
         self.restarts = 0
         self.last_exit_cause: str | None = None
         self.last_restart_reason: str | None = None
-        self.unhealthy_reason: str | None = None  # set when the health check kills it
         self.healthy_once = False
         #: the worker logged ``worker-started``: its signal handlers are installed, so a
         #: forwarded SIGHUP reloads it instead of killing it
@@ -167,7 +166,6 @@ class Child:
         self.process = process
         self.pid = process.pid
         self.started_at = time.monotonic()
-        self.unhealthy_reason = None
         self.healthy_once = False
         self.signals_ready = False
         self.state = ChildState.RUNNING

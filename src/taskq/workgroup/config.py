@@ -27,6 +27,7 @@ from uuid import UUID
 
 from ..exceptions import ConfigError, InvalidWorkgroupConfig
 from ..settings import dsn_kind, redact, validate_schema
+from ..worker.config import WORKER_DEFAULTS
 
 #: the Unix socket path limit is 108 bytes (with its NUL); this is what fits the longest
 #: name after ``/run/user/NNNNN/taskq-<36-char uuid>-`` and before ``.sock``.
@@ -36,14 +37,14 @@ _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _QUEUE = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
 
 #: the ``taskq worker`` defaults a worker inherits when neither it nor [defaults] says.
-BUILTIN_POLL_INTERVAL = 1.0
-BUILTIN_MAX_CONCURRENCY = 10
-BUILTIN_WORKER_GROUP = "default"
+BUILTIN_POLL_INTERVAL = WORKER_DEFAULTS.poll_interval
+BUILTIN_MAX_CONCURRENCY = WORKER_DEFAULTS.max_concurrency
+BUILTIN_WORKER_GROUP = WORKER_DEFAULTS.worker_group
 BUILTIN_QUEUES = ("default",)
 
 #: a standalone worker's heartbeat interval and shutdown grace (``taskq worker`` flags)
-WORKER_HEARTBEAT_INTERVAL = 2.0
-WORKER_SHUTDOWN_GRACE = 30.0
+WORKER_HEARTBEAT_INTERVAL = WORKER_DEFAULTS.heartbeat_interval
+WORKER_SHUTDOWN_GRACE = WORKER_DEFAULTS.shutdown_grace
 #: what a child needs after its shutdown grace: cancel what still runs and give it back
 #: (a few seconds), flush its acker (bounded at 10 s), close its pools: the teardown tail.
 CHILD_TEARDOWN_MARGIN = 15.0
