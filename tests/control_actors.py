@@ -12,6 +12,7 @@ import os
 import time
 from pathlib import Path
 
+import taskq
 from taskq import Registry, Snooze
 from tests.worker_actors import record
 
@@ -113,3 +114,40 @@ def snoozer_sync(key: str, times: int, seconds: float = 0.05) -> str:
 def count_key(key: str, event: str) -> int:
     path = os.environ.get("TASKQ_TEST_RUNS")
     return 0 if not path else sum(1 for e, k in ledger(path) if e == event and k == key)
+
+
+@registry.actor(queue="held", idempotent=True, max_attempts=5)
+async def stoppable(key: str, release_dir: str) -> str:
+    """Runs until released; a cancel's CancelledError runs its cleanup."""
+    record("start", key)
+    try:
+        while not (Path(release_dir) / key).exists():  # noqa: ASYNC110 (another process writes it)
+            await asyncio.sleep(0.02)
+    except asyncio.CancelledError:
+        record("cleanup", key)
+        raise
+    record("end", key)
+    return key
+
+
+@registry.actor(queue="held", idempotent=True, max_attempts=5)
+def stoppable_sync(key: str, release_dir: str) -> str:
+    """Runs until released or until it sees its cancel (a thread cannot be killed)."""
+    record("start", key)
+    while not (Path(release_dir) / key).exists():
+        if taskq.current_job().cancel_requested:
+            record("saw-cancel", key)
+            return "stopped early"
+        time.sleep(0.02)
+    record("end", key)
+    return key
+
+
+@registry.actor(queue="cpu", cpu_bound=True, idempotent=True)
+def spin(key: str, release_dir: str) -> str:
+    """A cpu_bound job that runs until released (or until its process is killed)."""
+    record("start", key)
+    while not (Path(release_dir) / key).exists():
+        time.sleep(0.02)
+    record("end", key)
+    return key

@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
 from . import __version__, exit_codes, logs
-from .client import AsyncClient, parse_job_id
-from .exceptions import ConfigError, TaskqError
-from .jobs import ALL_STATES, Job, Limits, QueueInfo, Rate
+from .client import AsyncClient, parse_job_id, who
+from .exceptions import ConfigError, InvalidJobState, TaskqError
+from .jobs import ALL_STATES, CancelResult, Job, Limits, QueueInfo, Rate
 from .store.queues import QUEUE
 from .worker.config import WORKER_DEFAULTS as _WORKER
 
@@ -28,6 +28,7 @@ EXIT_OK = exit_codes.OK
 EXIT_ERROR = exit_codes.ERROR
 EXIT_USAGE = exit_codes.USAGE
 EXIT_BROKEN_PIPE = exit_codes.BROKEN_PIPE
+EXIT_FINISHED = exit_codes.ALREADY_FINISHED
 
 
 class _Help(argparse.HelpFormatter):
@@ -372,7 +373,10 @@ def build_parser() -> argparse.ArgumentParser:
     which = retry.add_mutually_exclusive_group(required=True)
     which.add_argument("ids", nargs="*", default=[], metavar="ID", help="the jobs to re-queue")
     which.add_argument("--all-dead", action="store_true", help="re-queue every dead job")
-    cancel = jobs_sub.add_parser("cancel", help="cancel queued jobs")
+    cancel = jobs_sub.add_parser(
+        "cancel",
+        help="cancel queued or running jobs (exit 3 if one had already finished)",
+    )
     cancel.add_argument("ids", nargs="+", metavar="ID", help="the jobs to cancel")
 
     queues = sub.add_parser(
@@ -573,7 +577,36 @@ def cmd_jobs(ns: argparse.Namespace) -> int:
             print(f"re-queued {count} dead job(s)")
             return EXIT_OK
         return _each_id(ns, "retry", "re-queued")
-    return _each_id(ns, "cancel", "cancelled")
+    return _cancel_ids(ns)
+
+
+_CANCEL_SAID = {
+    CancelResult.CANCELLED: "cancelled {}",
+    CancelResult.REQUESTED: "cancel requested {} (running: its worker stops it)",
+    CancelResult.ALREADY_REQUESTED: "cancel already requested {} (running: its worker stops it)",
+}
+
+
+def _cancel_ids(ns: argparse.Namespace) -> int:
+    """Exit 0: every job cancelled or being stopped; 3: some had already finished (nothing
+    changed for them); 1: some id is unknown (or another error)."""
+    ids = [parse_job_id(i) for i in ns.ids]
+
+    async def go(client: AsyncClient) -> int:
+        errors = finished = 0
+        for job_id in ids:
+            try:
+                result = await client.cancel(job_id, by=f"cli:{who()}")
+                print(_CANCEL_SAID[result].format(job_id))
+            except InvalidJobState as exc:
+                print(f"taskq: {exc}", file=sys.stderr)
+                finished += 1
+            except TaskqError as exc:
+                print(f"taskq: {exc}", file=sys.stderr)
+                errors += 1
+        return EXIT_ERROR if errors else EXIT_FINISHED if finished else EXIT_OK
+
+    return _with_client(ns, go)
 
 
 def _each_id(ns: argparse.Namespace, method: str, done: str) -> int:

@@ -26,7 +26,17 @@ from uuid import UUID
 from . import tracing, txn
 from .exceptions import ConfigError, InvalidJobState, JobNotFound
 from .ids import uuid7
-from .jobs import ActorConfig, Job, JobId, JobSpec, JobState, Limits, QueueInfo, Rate
+from .jobs import (
+    ActorConfig,
+    CancelResult,
+    Job,
+    JobId,
+    JobSpec,
+    JobState,
+    Limits,
+    QueueInfo,
+    Rate,
+)
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES
 from .registry import Actor, check_queue_name
 from .specs import ActorRef, Item, JobBuilder, UniqueKey, job_ids
@@ -329,12 +339,26 @@ class AsyncClient:
         await self.open()
         return await self._store.retry_all_dead()
 
-    async def cancel(self, job_id: UUID | str) -> None:
-        """Cancel a queued job (a running job cannot be cancelled)."""
-        job = await self.get(job_id)
-        moved = await self._store.cancel_jobs([job.id])
-        if not moved:
-            raise InvalidJobState(f"job {job.id} is {job.state}; only queued jobs can be cancelled")
+    async def cancel(self, job_id: UUID | str, *, by: str | None = None) -> CancelResult:
+        """Cancel a job, queued or running, on any host.
+
+        A queued job is cancelled at once (``CancelResult.CANCELLED``). A running job is
+        marked (``cancelled_at``, ``cancelled_by``: ``by``, default ``user@host``) and
+        its worker stops it within about a second: an async job is cancelled (its
+        ``CancelledError`` may clean up, within a grace), a cpu_bound job's process is
+        killed, a sync job sees ``taskq.current_job().cancel_requested`` turn True (a
+        thread cannot be killed); the run then ends ``cancelled``, never retried
+        (``REQUESTED``; ``ALREADY_REQUESTED`` if a cancel was asked for before). A job
+        that already finished is left as it is: ``InvalidJobState`` says so."""
+        job_uuid = parse_job_id(job_id)
+        await self.open()
+        found = await self._store.request_cancel([job_uuid], by=by or who())
+        if job_uuid not in found:
+            raise JobNotFound(f"no job with id {job_id}")
+        result, state = found[job_uuid]
+        if result is CancelResult.FINISHED:
+            raise InvalidJobState(f"job {job_uuid} is already {state}: nothing changed")
+        return result
 
     # -- queue controls ----------------------------------------------------------------
     async def queues(self) -> builtins.list[QueueInfo]:
@@ -578,8 +602,8 @@ class Client:
     def retry_all_dead(self) -> int:
         return self._call(self._async.retry_all_dead())
 
-    def cancel(self, job_id: UUID | str) -> None:
-        self._call(self._async.cancel(job_id))
+    def cancel(self, job_id: UUID | str, *, by: str | None = None) -> CancelResult:
+        return self._call(self._async.cancel(job_id, by=by))
 
     def queues(self) -> builtins.list[QueueInfo]:
         return self._call(self._async.queues())

@@ -10,6 +10,7 @@ code  name                meaning
                           store unreachable or not migrated, actor-config drift)
 2     USAGE               bad command-line usage (argparse)
 3     CRASH_LOOP          ``worker``: the crash-loop guard tripped (every consumer gave up)
+3     ALREADY_FINISHED    ``jobs cancel``: a job had already finished; nothing changed for it
 4     COMPONENT_FAILED    ``worker``: a part of the worker died unexpectedly
 5     ORPHANED            ``worker``: a workgroup child whose supervisor died before it
                           started
@@ -26,6 +27,7 @@ ERROR = 1
 CANNOT_START = ERROR  # the worker's name for it
 USAGE = 2
 CRASH_LOOP = 3
+ALREADY_FINISHED = 3  # jobs cancel (another command than the worker's CRASH_LOOP)
 COMPONENT_FAILED = 4
 ORPHANED = 5
 POOL_INIT_FAILED = 70

@@ -240,6 +240,15 @@ class CancelResult(enum.StrEnum):
     ALREADY_REQUESTED = "already_requested"  # running, and a cancel was already asked for
     FINISHED = "finished"  # succeeded, dead or cancelled already: nothing changed
 
+    @classmethod
+    def of(cls, state: str, moved: bool) -> CancelResult:
+        """What a cancel did, from the job's state after it and whether it changed the row."""
+        if moved:
+            return cls.CANCELLED if state == JobState.CANCELLED else cls.REQUESTED
+        if state in (JobState.RUNNING, JobState.QUEUED):
+            return cls.ALREADY_REQUESTED
+        return cls.FINISHED
+
 
 _PERIODS = {"second": 1.0, "minute": 60.0, "hour": 3600.0}
 

@@ -57,6 +57,13 @@ jobs_rescued = Counter(
     ["detected_by", "result"],
     registry=WORKER,
 )
+job_cancels = Counter(
+    "taskq_job_cancels",
+    "Running jobs this worker was asked to cancel, by actor and runner (async, sync, cpu); "
+    'the runs that then end are counted in taskq_jobs_finished{outcome="cancelled"}.',
+    ["actor", "runner"],
+    registry=WORKER,
+)
 loop_lag = Gauge("taskq_loop_lag_seconds", "Last measured event-loop lag.", registry=WORKER)
 
 # -- worker: the CPU process pool (ring 2) --------------------------------------------

@@ -112,7 +112,8 @@ def test_cancel_then_retry(migrated: StoreTarget) -> None:
         json.loads(taskq(migrated, "jobs", "show", job_id, "--json").stdout)["state"] == "cancelled"
     )
     again = taskq(migrated, "jobs", "cancel", job_id, check=False)
-    assert_one_line_error(again, "only queued jobs can be cancelled")
+    assert_one_line_error(again, "already cancelled: nothing changed")
+    assert again.returncode == 3
     taskq(migrated, "jobs", "retry", job_id)
     assert json.loads(taskq(migrated, "jobs", "show", job_id, "--json").stdout)["state"] == "queued"
 

@@ -65,3 +65,22 @@ def test_queues_lists_pauses_resumes_and_limits(migrated):
 )
 def test_bad_queue_commands_are_one_line(migrated, args, fragment):
     assert_one_line_error(taskq(migrated, *args, check=False), fragment)
+
+
+def test_jobs_cancel_reports_each_job_and_exits_by_what_happened(migrated):
+    t = migrated
+    first = taskq(t, "enqueue", "some_actor").stdout.strip()
+    second = taskq(t, "enqueue", "some_actor").stdout.strip()
+    proc = taskq(t, "jobs", "cancel", first, second)
+    assert proc.stdout.splitlines() == [f"cancelled {first}", f"cancelled {second}"]
+    shown = json.loads(taskq(t, "jobs", "show", first, "--json").stdout)
+    assert shown["state"] == "cancelled" and shown["cancelled_by"].startswith("cli:")
+    assert shown["cancelled_at"] is not None
+    third = taskq(t, "enqueue", "some_actor").stdout.strip()
+    again = taskq(t, "jobs", "cancel", first, third, check=False)
+    assert again.returncode == 3  # one had already finished: nothing changed for it
+    assert again.stdout.strip() == f"cancelled {third}"
+    assert again.stderr.strip() == f"taskq: job {first} is already cancelled: nothing changed"
+    unknown = taskq(t, "jobs", "cancel", "018f0000-0000-7000-8000-000000000000", check=False)
+    assert_one_line_error(unknown, "no job with id")
+    assert unknown.returncode == 1

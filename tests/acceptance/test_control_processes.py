@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from taskq import AsyncClient
+from taskq import AsyncClient, InvalidJobState, JobNotFound
 from tests import control_actors as actors
 from tests.helpers import wait_until
 from tests.worker_harness import WorkerProcess, wait_for_states
@@ -131,3 +131,67 @@ async def test_a_rate_limit_holds_across_workers(client, spawn, ledger):
     assert {j.attempts for j in jobs if j.state == "queued"} == {0}
     await client.set_queue_limits("limited")  # cleared: the rest run
     await wait_for_states(client.store, ids, {"succeeded"})
+
+
+async def test_cancel_stops_running_jobs_on_every_worker(client, spawn, ledger, release):
+    keys = [f"a{i}" for i in range(2)] + [f"s{i}" for i in range(2)]
+    ids = [await client.enqueue(actors.stoppable, k, str(release)) for k in keys[:2]]
+    ids += [await client.enqueue(actors.stoppable_sync, k, str(release)) for k in keys[2:]]
+    for _ in range(2):  # 2 x 2 slots: all four run at once, on both workers
+        spawn("--queues", "held", "--max-concurrency", "2")
+    wait_until(lambda: actors.count(ledger, "start") == 4, timeout=60, what="4 jobs running")
+    assert len(actors.pids_of(ledger, "start")) == 2
+    results = [await client.cancel(i, by="tester") for i in ids]
+    assert results == ["requested"] * 4
+    assert await client.cancel(ids[0]) == "already_requested"
+    jobs = await wait_for_states(client.store, ids, {"cancelled"}, timeout=60)
+    for job in jobs:
+        assert job.cancelled_by == "tester" and job.cancelled_at is not None
+        assert job.attempts == 1 and job.dead_reason is None and job.finished_at is not None
+    # async jobs: cancelled, their cleanup ran; sync jobs: saw the flag and returned
+    assert sorted(k for e, k in actors.ledger(ledger) if e == "cleanup") == ["a0", "a1"]
+    assert sorted(k for e, k in actors.ledger(ledger) if e == "saw-cancel") == ["s0", "s1"]
+    assert actors.count(ledger, "end") == 0
+    # never retried: more jobs run through both workers, the cancelled ones stay put
+    for k in keys:
+        (release / k).touch()
+    more = [await client.enqueue(actors.held, f"h{i}", str(release)) for i in range(4)]
+    for i in range(4):
+        (release / f"h{i}").touch()
+    await wait_for_states(client.store, more, {"succeeded"})
+    assert actors.count(ledger, "start", "a") + actors.count(ledger, "start", "s") == 4
+    assert {(await client.get(i)).state for i in ids} == {"cancelled"}
+    with pytest.raises(InvalidJobState, match="already cancelled: nothing changed"):
+        await client.cancel(ids[0])
+
+
+async def test_cancelling_a_queued_job_and_a_finished_one(client):
+    queued = await client.enqueue(actors.remember, "q")
+    assert await client.cancel(queued) == "cancelled"
+    job = await client.get(queued)
+    assert job.state == "cancelled" and job.cancelled_by and job.cancelled_at is not None
+    with pytest.raises(InvalidJobState, match="already cancelled"):
+        await client.cancel(queued)
+    with pytest.raises(JobNotFound):
+        await client.cancel("018f0000-0000-7000-8000-000000000000")
+
+
+async def test_cancel_kills_a_cpu_bound_job_without_charging_a_crash(
+    client, spawn, ledger, release
+):
+    ids = [await client.enqueue(actors.spin, f"c{i}", str(release)) for i in range(2)]
+    workers = [
+        spawn("--queues", "cpu", "--max-concurrency", "1", "--cpu-workers", "1") for _ in range(2)
+    ]
+    wait_until(lambda: actors.count(ledger, "start") == 2, timeout=60, what="2 cpu jobs running")
+    assert [await client.cancel(i) for i in ids] == ["requested", "requested"]
+    jobs = await wait_for_states(client.store, ids, {"cancelled"}, timeout=60)
+    assert {(j.crash_count, j.attempts, j.dead_reason) for j in jobs} == {(0, 1, None)}
+    assert actors.count(ledger, "end") == 0  # killed, not finished
+    # the pools still serve: no breaker, no broken pool
+    more = [await client.enqueue(actors.spin, f"m{i}", str(release)) for i in range(2)]
+    for i in range(2):
+        (release / f"m{i}").touch()
+    await wait_for_states(client.store, more, {"succeeded"}, timeout=60)
+    for worker in workers:
+        assert worker.events("process_pool_broken") == []

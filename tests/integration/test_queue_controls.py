@@ -177,3 +177,60 @@ async def test_a_snoozed_outcome_requeues_later_with_the_attempt_given_back(stor
     assert await claim(store) == []  # not due yet
     await store.retry_jobs([job_id])  # no-op: only dead or cancelled jobs move
     assert (await store.get_job(job_id)).snooze_count == 1
+
+
+async def test_request_cancel_says_what_it_did_to_each_job(store):
+    from taskq.jobs import CancelResult, Outcome, OutcomeKind
+
+    (done,) = await store.enqueue([spec(queue="a")])
+    other = uuid7()
+    (fin,) = await claim(store, worker=other)
+    await store.complete(other, [Outcome(fin.id, fin.attempt, OutcomeKind.SUCCEEDED)])
+    (running,) = await store.enqueue([spec(queue="a")])
+    worker = uuid7()
+    await claim(store, worker=worker)
+    (queued,) = await store.enqueue([spec(queue="a")])
+    got = await store.request_cancel([queued, running, done, uuid7()], by="me")
+    assert got == {
+        done: (CancelResult.FINISHED, "succeeded"),
+        running: (CancelResult.REQUESTED, "running"),
+        queued: (CancelResult.CANCELLED, "cancelled"),
+    }
+    again = await store.request_cancel([running], by="someone else")
+    assert again == {running: (CancelResult.ALREADY_REQUESTED, "running")}
+    job = await store.get_job(running)
+    assert job.cancel_requested and job.cancelled_by == "me" and job.state == "running"
+    assert await store.cancel_requested(worker) == [running]
+    assert await store.cancel_requested(other) == []
+
+
+@pytest.mark.parametrize("ending", ["succeeded", "retry", "snoozed", "crashed", "give_back"])
+async def test_a_run_whose_cancel_was_requested_always_ends_cancelled(store, ending):
+    from taskq.jobs import Outcome, OutcomeKind
+
+    (job_id,) = await store.enqueue([spec(queue="a", idempotent=True, max_attempts=5)])
+    worker = uuid7()
+    (job,) = await claim(store, worker=worker)
+    await store.request_cancel([job_id], by="me")
+    if ending == "give_back":
+        assert await store.give_back(worker, [(job.id, job.attempt)]) == 1
+    else:
+        outcome = Outcome(job.id, job.attempt, OutcomeKind(ending), retry_delay=0.0)
+        assert await store.complete(worker, [outcome]) == 1
+    stored = await store.get_job(job_id)
+    assert stored.state == "cancelled" and stored.dead_reason is None
+    assert stored.cancelled_by == "me" and stored.finished_at is not None
+    assert await claim(store) == []  # never re-run
+    assert await store.retry_jobs([job_id]) == [job_id]  # by hand, it can be
+    again = await store.get_job(job_id)
+    assert again.state == "queued" and again.cancelled_at is None and again.cancelled_by is None
+
+
+async def test_a_rescued_run_whose_cancel_was_requested_ends_cancelled(store):
+    (job_id,) = await store.enqueue([spec(queue="a", idempotent=True)])
+    worker = uuid7()
+    await claim(store, worker=worker)
+    await store.request_cancel([job_id])
+    rescued = await store.rescue_worker(worker, "worker died")
+    assert [r.state for r in rescued] == ["cancelled"]
+    assert (await store.get_job(job_id)).state == "cancelled"

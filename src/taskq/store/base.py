@@ -27,6 +27,7 @@ from uuid import UUID
 from ..insight import JobError, JobFilter, QueueActivity, QueueDepth, WorkgroupReport
 from ..jobs import (
     ActorConfig,
+    CancelResult,
     ClaimedJob,
     Job,
     JobSpec,
@@ -98,8 +99,24 @@ class Store(Protocol):
 
     async def retry_all_dead(self) -> int: ...
 
-    async def cancel_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
+    async def cancel_jobs(self, job_ids: Sequence[UUID], *, by: str | None = None) -> list[UUID]:
         """Queued jobs -> cancelled. Returns the ids that moved."""
+
+    async def request_cancel(
+        self, job_ids: Sequence[UUID], *, by: str | None = None
+    ) -> dict[UUID, tuple[CancelResult, str]]:
+        """Cancel jobs whatever they are doing: queued -> cancelled now; running -> the
+        cancel is recorded (``cancelled_at``, ``cancelled_by``) and the worker running it
+        is told (NOTIFY on Postgres; it also polls ``cancel_requested``), stops it and
+        records it cancelled; finished jobs are left alone. Returns, for every id that
+        exists, what happened and the job's state."""
+
+    async def cancel_requested(self, worker_id: UUID) -> list[UUID]:
+        """The running jobs of ``worker_id`` whose cancel was asked for."""
+
+    async def wait_for_cancels(self, timeout: float) -> bool:
+        """Return when a cancel request may have arrived (NOTIFY on Postgres) or after
+        ``timeout``; True if woken by a notification."""
 
     async def advance_next_scheduled(self, queues: Sequence[str]) -> list[UUID]:
         """Make the queued jobs with the earliest future ``run_at`` on ``queues`` due now

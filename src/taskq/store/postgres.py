@@ -34,6 +34,7 @@ from ..exceptions import InvalidDSN, SchemaNotMigrated, StoreError, StoreUnavail
 from ..jobs import (
     ALL_STATES,
     ActorConfig,
+    CancelResult,
     ClaimedJob,
     Job,
     JobSpec,
@@ -70,8 +71,11 @@ _MISSING_SCHEMA = (
 )
 
 
-def channel_for(schema: str) -> str:
-    """The NOTIFY channel of a schema (identifiers stop at 63 bytes; so does the trigger)."""
+def channel_for(schema: str, what: str = "") -> str:
+    """The NOTIFY channel of a schema (identifiers stop at 63 bytes; so does the trigger).
+    ``what`` names another channel of the schema (``cancel``: cancel requests)."""
+    if what:
+        return f"taskq_{what}_{schema}"[:63]
     return f"taskq_{schema}"[:63]
 
 
@@ -116,6 +120,8 @@ class PostgresStore(PostgresInsight):
     ) -> None:
         self.schema = validate_schema(schema)
         self.channel = channel_for(self.schema)
+        self.cancel_channel = channel_for(self.schema, "cancel")
+        self._cancel_listener: psycopg.AsyncConnection | None = None
         self.enqueue_sql = pg_statements(self.schema)  # also run on callers' connections
         self._identity: tuple[Any, ...] | None = None
         self._min_size, self._max_size = min_size, max_size
@@ -236,6 +242,7 @@ class PostgresStore(PostgresInsight):
 
     async def close(self) -> None:
         await self._close_listener()
+        await self._close_cancel_listener()
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
@@ -252,6 +259,7 @@ class PostgresStore(PostgresInsight):
         old, self._pool = self._pool, pool
         self._identity = None
         await self._close_listener()
+        await self._close_cancel_listener()
         if old is not None:
             await old.close()
 
@@ -402,11 +410,60 @@ class PostgresStore(PostgresInsight):
     async def retry_all_dead(self) -> int:
         return await self._fetchvalue("retry_all_dead", "count", {"channel": self.channel})
 
-    async def cancel_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
+    async def cancel_jobs(self, job_ids: Sequence[UUID], *, by: str | None = None) -> list[UUID]:
         if not job_ids:
             return []
-        rows = await self._fetchall("cancel_jobs", {"ids": list(job_ids)})
+        rows = await self._fetchall("cancel_jobs", {"ids": list(job_ids), "by": by})
         return [r["id"] for r in rows]
+
+    async def request_cancel(
+        self, job_ids: Sequence[UUID], *, by: str | None = None
+    ) -> dict[UUID, tuple[CancelResult, str]]:
+        if not job_ids:
+            return {}
+        rows = await self._fetchall(
+            "request_cancel",
+            {"ids": list(job_ids), "by": by, "cancel_channel": self.cancel_channel},
+        )
+        return {r["id"]: (CancelResult.of(r["state"], r["moved"]), r["state"]) for r in rows}
+
+    async def cancel_requested(self, worker_id: UUID) -> list[UUID]:
+        rows = await self._fetchall("cancel_requested", {"worker_id": worker_id})
+        return [r["id"] for r in rows]
+
+    async def wait_for_cancels(self, timeout: float) -> bool:
+        """Until a cancel request is announced (any job: the caller checks which) or
+        ``timeout``. The cancel listener is a connection of its own."""
+        deadline = time.monotonic() + timeout
+        try:
+            conn = await self._cancel_listening()
+            async with aclosing(conn.notifies(timeout=max(0.0, timeout))) as notifies:
+                async for _ in notifies:
+                    return True
+            return False
+        except psycopg.Error as exc:
+            log.warning("store.listen_failed", dsn=self.display_dsn, error=_first_line(exc))
+            await self._close_cancel_listener()
+            await asyncio.sleep(max(0.0, deadline - time.monotonic()))
+            return False
+
+    async def _cancel_listening(self) -> psycopg.AsyncConnection:
+        if self._cancel_listener is None or self._cancel_listener.closed:
+            conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+            try:
+                await conn.execute(
+                    sql.SQL(Q["listen_cancels"]).format(channel=sql.Identifier(self.cancel_channel))
+                )
+            except BaseException:
+                await conn.close()
+                raise
+            self._cancel_listener = conn
+        return self._cancel_listener
+
+    async def _close_cancel_listener(self) -> None:
+        conn, self._cancel_listener = self._cancel_listener, None
+        if conn is not None:
+            await conn.close()
 
     async def advance_next_scheduled(self, queues: Sequence[str]) -> list[UUID]:
         if not queues:

@@ -39,6 +39,10 @@ INSERT INTO schema_migrations (version) VALUES (%(version)s);
 -- description: Subscribe the listener connection to enqueue notifications.
 LISTEN {channel};
 
+-- name: listen_cancels
+-- description: Subscribe a worker's cancel listener to cancel requests (payload: a job id).
+LISTEN {channel};
+
 -- name: ping
 -- description: The cheapest round trip.
 SELECT 1;
@@ -219,9 +223,38 @@ FROM moved;
 
 -- name: cancel_jobs
 -- description: Queued jobs to cancelled.
-UPDATE jobs SET state = 'cancelled', finished_at = now()
+UPDATE jobs SET state = 'cancelled', finished_at = now(), cancelled_at = now(),
+                cancelled_by = %(by)s::text
 WHERE id = ANY(%(ids)s::uuid[]) AND state = 'queued'
 RETURNING id;
+
+-- name: request_cancel
+-- description: Cancel jobs: queued ones now; running ones are marked and their workers told.
+-- A running job keeps running until its worker stops it (NOTIFY on the cancel channel,
+-- payload the job id; workers also poll). Each row says what happened to one job:
+-- moved with its new state, or not moved (finished, or a cancel already asked for).
+WITH moved AS (
+    UPDATE jobs
+    SET state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END,
+        finished_at = CASE WHEN state = 'queued' THEN now() ELSE finished_at END,
+        cancelled_at = now(), cancelled_by = %(by)s::text
+    WHERE id = ANY(%(ids)s::uuid[])
+      AND (state = 'queued' OR (state = 'running' AND cancelled_at IS NULL))
+    RETURNING id, state
+), told AS (
+    SELECT count(pg_notify(%(cancel_channel)s, id::text)) AS n
+    FROM moved WHERE state = 'running'
+)
+SELECT j.id, coalesce(m.state, j.state) AS state, m.id IS NOT NULL AS moved,
+       (SELECT n FROM told) AS notified
+FROM jobs j
+LEFT JOIN moved m ON m.id = j.id
+WHERE j.id = ANY(%(ids)s::uuid[]);
+
+-- name: cancel_requested
+-- description: This worker's running jobs whose cancel was asked for.
+SELECT id FROM jobs
+WHERE worker_id = %(worker_id)s AND state = 'running' AND cancelled_at IS NOT NULL;
 
 -- name: advance_next_scheduled
 -- description: Make the queued jobs with the earliest future run_at on these queues due

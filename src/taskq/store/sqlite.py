@@ -31,6 +31,7 @@ from ..exceptions import SchemaNotMigrated, StoreError, StoreUnavailable
 from ..jobs import (
     ALL_STATES,
     ActorConfig,
+    CancelResult,
     ClaimedJob,
     Job,
     JobSpec,
@@ -353,8 +354,10 @@ class SqliteStore(SqliteInsight):
         counts.update({r["state"]: r["count"] for r in rows})
         return counts
 
-    def _moved_ids(self, name: str, job_ids: Sequence[UUID]) -> list[UUID]:
-        params = {"ids": _ids(job_ids), "now": time.time()}
+    def _moved_ids(
+        self, name: str, job_ids: Sequence[UUID], extra: dict[str, Any] | None = None
+    ) -> list[UUID]:
+        params = {"ids": _ids(job_ids), "now": time.time(), **(extra or {})}
         rows = self._write(lambda: self._db.execute(Q[name], params).fetchall())
         return [UUID(r["id"]) for r in rows]
 
@@ -369,10 +372,41 @@ class SqliteStore(SqliteInsight):
             lambda: self._db.execute(Q["retry_all_dead"], {"now": time.time()}).rowcount,
         )
 
-    async def cancel_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
+    async def cancel_jobs(self, job_ids: Sequence[UUID], *, by: str | None = None) -> list[UUID]:
         if not job_ids:
             return []
-        return await self._run(self._moved_ids, "cancel_jobs", job_ids)
+        return await self._run(self._moved_ids, "cancel_jobs", job_ids, {"by": by})
+
+    def _request_cancel(
+        self, job_ids: Sequence[UUID], by: str | None
+    ) -> dict[UUID, tuple[CancelResult, str]]:
+        db, ids = self._db, _ids(job_ids)
+        before = {r["id"]: r["state"] for r in db.execute(Q["job_states"], {"ids": ids})}
+        moved = {
+            r["id"]: r["state"]
+            for r in db.execute(Q["request_cancel"], {"ids": ids, "by": by, "now": time.time()})
+        }
+        return {
+            UUID(i): (CancelResult.of(moved.get(i, state), i in moved), moved.get(i, state))
+            for i, state in before.items()
+        }
+
+    async def request_cancel(
+        self, job_ids: Sequence[UUID], *, by: str | None = None
+    ) -> dict[UUID, tuple[CancelResult, str]]:
+        if not job_ids:
+            return {}
+        return await self._run(self._write, self._request_cancel, job_ids, by)
+
+    async def cancel_requested(self, worker_id: UUID) -> list[UUID]:
+        params = {"worker_id": str(worker_id)}
+        rows = await self._run(lambda: self._db.execute(Q["cancel_requested"], params).fetchall())
+        return [UUID(r["id"]) for r in rows]
+
+    async def wait_for_cancels(self, timeout: float) -> bool:
+        """SQLite has no notifications: the caller polls; this only waits ``timeout``."""
+        await asyncio.sleep(timeout)
+        return False
 
     async def advance_next_scheduled(self, queues: Sequence[str]) -> list[UUID]:
         if not queues:

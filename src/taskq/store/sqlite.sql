@@ -130,9 +130,30 @@ WHERE state = 'dead'
 
 -- name: cancel_jobs
 -- description: Queued jobs to cancelled.
-UPDATE jobs SET state = 'cancelled', finished_at = :now
+UPDATE jobs SET state = 'cancelled', finished_at = :now, cancelled_at = :now,
+                cancelled_by = :by
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'queued'
 RETURNING id;
+
+-- name: job_states
+-- description: The state of each of these jobs, and whether a cancel was asked for.
+SELECT id, state, cancelled_at IS NOT NULL AS cancel_asked FROM jobs
+WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: request_cancel
+-- description: Cancel jobs: queued ones now; running ones are marked (their workers poll).
+UPDATE jobs
+SET state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END,
+    finished_at = CASE WHEN state = 'queued' THEN :now ELSE finished_at END,
+    cancelled_at = :now, cancelled_by = :by
+WHERE id IN (SELECT value FROM json_each(:ids))
+  AND (state = 'queued' OR (state = 'running' AND cancelled_at IS NULL))
+RETURNING id, state;
+
+-- name: cancel_requested
+-- description: This worker's running jobs whose cancel was asked for.
+SELECT id FROM jobs
+WHERE worker_id = :worker_id AND state = 'running' AND cancelled_at IS NOT NULL;
 
 -- name: advance_next_scheduled
 -- description: Make the queued jobs with the earliest future run_at on these queues due

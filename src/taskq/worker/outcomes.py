@@ -121,8 +121,9 @@ def dead(job: ClaimedJob, reason: str, error: str) -> Outcome:
     return Outcome(job.id, job.attempt, OutcomeKind.DEAD, error=error, dead_reason=reason)
 
 
-def cancelled(job: ClaimedJob, note: str) -> Outcome:
-    """The run was stopped on purpose (a cancel): ``cancelled``, nothing charged."""
+def cancelled(job: ClaimedJob, note: str | None = None) -> Outcome:
+    """The run was stopped on purpose (a cancel; or never started because its cancel
+    came first): ``cancelled``, nothing charged."""
     return Outcome(job.id, job.attempt, OutcomeKind.CANCELLED, error=note)
 
 

@@ -6,6 +6,9 @@
   sync job is recorded as timed out (its thread cannot be stopped and is left to end);
 * cpu_bound actors run in the CPU process pool (``CpuRunner``).
 
+A run is stoppable by a cancel request (``Cancels``, worker/cancels.py): its outcome is
+then ``cancelled``, whatever the job did.
+
 ``Executor.execute`` never raises for anything a job does; only cancellation (and a
 ``KeyboardInterrupt``) go through. Per-actor facts and metric children are looked up
 once, not per job.
@@ -26,6 +29,7 @@ from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
 from ..logs import get_logger
 from ..registry import AnyActor, Registry
 from . import outcomes
+from .cancels import Cancels
 from .cpu_runner import CpuRunner
 from .threads import ThreadRunner
 
@@ -53,7 +57,10 @@ class Executor:
         threads: ThreadRunner,
         cpu: CpuRunner | None,
         result_max_bytes: int,
+        *,
+        cancels: Cancels | None = None,
     ) -> None:
+        self._cancels = cancels
         self._threads = threads
         self._cpu = cpu
         self._result_max_bytes = result_max_bytes
@@ -94,11 +101,10 @@ class Executor:
             crash_count=job.crash_count,
         )
         with running(ctx):
-            if plan.kind == CPU:
-                assert self._cpu is not None  # no CPU plans without a pool
-                result = await self._cpu.run_job(job, plan.actor)
+            if self._cancels is None:
+                result = await self._run(job, plan)
             else:
-                result = await self._run_here(job, plan)
+                result = await self._run_cancellable(job, plan, ctx, self._cancels)
         if result is not None and result.meta_json is None:
             changed = ctx.changed_meta_json
             if changed is not None:  # saved with the outcome
@@ -106,6 +112,48 @@ class Executor:
         plan.duration.observe(time.perf_counter() - started)
         plan.finished["given_back" if result is None else result.kind.value].inc()
         return result
+
+    async def _run(self, job: ClaimedJob, plan: _Plan) -> Outcome | None:
+        if plan.kind == CPU:
+            assert self._cpu is not None  # no CPU plans without a pool
+            return await self._cpu.run_job(job, plan.actor)
+        return await self._run_here(job, plan)
+
+    async def _run_cancellable(
+        self, job: ClaimedJob, plan: _Plan, ctx: JobContext, cancels: Cancels
+    ) -> Outcome | None:
+        """``_run``, stoppable by a cancel request (``cancels``): see worker/cancels.py."""
+        task = asyncio.current_task()
+        assert task is not None
+        cpu = self._cpu
+
+        async def stop() -> None:
+            ctx.cancel_requested = True  # what a sync job can see
+            if plan.kind == ASYNC:
+                task.cancel()
+            elif plan.kind == CPU and cpu is not None:
+                await cpu.cancel(job.id)  # kills its process: run_job returns cancelled
+
+        if cancels.started(job, plan.kind, stop):
+            return outcomes.cancelled(job)  # its cancel came before it started
+        try:
+            result = await self._run(job, plan)
+        except asyncio.CancelledError:
+            run = cancels.finished(job.id)
+            if (
+                run is None
+                or run.requested_at is None
+                or plan.kind != ASYNC
+                or _uncancel(task, run.stops) > 0
+            ):
+                raise  # not (only) ours: a shutdown
+            return outcomes.cancelled(job)
+        run = cancels.finished(job.id)
+        if run is None or run.requested_at is None:
+            return result
+        if plan.kind == ASYNC:
+            _uncancel(task, run.stops)  # it swallowed our CancelledError(s) and returned
+        return outcomes.cancelled(job)
 
     async def _run_here(self, job: ClaimedJob, plan: _Plan) -> Outcome:
         try:
@@ -164,3 +212,11 @@ class Executor:
                 note="its thread cannot be stopped and runs on until it returns",
             )
             raise JobTimedOut(f"job ran past its timeout of {actor.timeout}s") from None
+
+
+def _uncancel(task: asyncio.Task[Any], times: int) -> int:
+    """Take back ``times`` cancel requests of ours; how many (of others) remain."""
+    remaining = task.cancelling()
+    for _ in range(min(times, remaining)):
+        remaining = task.uncancel()
+    return remaining

@@ -12,6 +12,7 @@ start the parts (``part.Part``: ``start``, ``run``, idempotent ``stop``) in this
     lag-monitor
     threads    sync actors
     cpu-pool   cpu_bound actors (a process pool only when the registry has some)
+    cancel-watcher  stops the running jobs whose cancel was requested (worker/cancels.py)
     consumers  the task supervisor and its consumers
     fetcher    claims                               (stopped first)
 
@@ -52,6 +53,7 @@ from ..settings import dsn_kind, read_dsn_file, redact
 from ..store import Store, create_store
 from .acker import Acker
 from .buffer import JobBuffer
+from .cancels import Cancels, CancelWatcher
 from .config import WorkerConfig
 from .consumer import Consumer, RunningJob
 from .cpu_runner import CpuRunner
@@ -264,7 +266,8 @@ class Worker:
         )
         threads = ThreadRunner()
         cpu = CpuRunner(config, needed=any(actor.cpu_bound for actor in registry))
-        executor = Executor(registry, threads, cpu, config.result_max_bytes)
+        cancels = Cancels()
+        executor = Executor(registry, threads, cpu, config.result_max_bytes, cancels=cancels)
         chain = MiddlewareChain(middleware)
         buffer = JobBuffer(config.max_concurrency, config.prefetch)
         acker = self.acker = Acker(store, self.id)
@@ -326,6 +329,7 @@ class Worker:
             LagMonitor(self._running_actors),
             threads,
             cpu,
+            CancelWatcher(store, self.id, cancels),  # runs until the consumers are done
             supervisor,
             self.fetcher,  # the first to stop: no claims once a stop is asked for
         ]
