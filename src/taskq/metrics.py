@@ -64,6 +64,13 @@ job_cancels = Counter(
     ["actor", "runner"],
     registry=WORKER,
 )
+limit_waits = Counter(
+    "taskq_limit_waits",
+    "Claims by this worker that found a fleet-wide limit full (its queue's or actor's jobs "
+    "wait), by kind (queue, actor) and name.",
+    ["kind", "name"],
+    registry=WORKER,
+)
 loop_lag = Gauge("taskq_loop_lag_seconds", "Last measured event-loop lag.", registry=WORKER)
 
 # -- worker: the CPU process pool (ring 2) --------------------------------------------
@@ -130,6 +137,12 @@ queue_jobs = Gauge(
 queue_oldest_age = Gauge(
     "taskq_queue_oldest_age_seconds",
     "Age of the oldest queued job whose run_at has passed, per queue (0 when none is due).",
+    ["queue"],
+    registry=WORKGROUP,
+)
+queue_paused = Gauge(
+    "taskq_queue_paused",
+    "1 for each paused queue (taskq queues pause), from the backlog leader.",
     ["queue"],
     registry=WORKGROUP,
 )

@@ -234,3 +234,44 @@ async def test_a_rescued_run_whose_cancel_was_requested_ends_cancelled(store):
     rescued = await store.rescue_worker(worker, "worker died")
     assert [r.state for r in rescued] == ["cancelled"]
     assert (await store.get_job(job_id)).state == "cancelled"
+
+
+async def test_claims_that_find_a_limit_full_are_counted(store, client):
+    await client.set_queue_limits("a", concurrency=1)
+    await client.set_actor_limits("slow", rate="1/hour")
+    await store.enqueue([spec("slow", queue="b"), spec("slow", queue="b"), spec(queue="a")])
+    await store.enqueue([spec(queue="a")])
+    store.take_limit_waits()
+    assert len(await claim(store)) == 2  # one of a (limit 1), one slow (rate 1)
+    assert store.take_limit_waits() == {}  # both had room when the claim began
+    assert await claim(store) == []
+    assert store.take_limit_waits() == {("queue", "a"): 1, ("actor", "slow"): 1}
+    assert store.take_limit_waits() == {}
+
+
+async def test_paused_queues_reach_the_fleet_metrics(store, client):
+    from taskq import metrics
+    from taskq.workgroup.reporter import export_paused
+
+    await client.pause_queue("a")
+    await client.pause_queue("b")
+    await client.resume_queue("b")
+    assert await store.paused_queues() == ["a"]
+    export_paused(await store.paused_queues())
+    assert metrics.WORKGROUP.get_sample_value("taskq_queue_paused", {"queue": "a"}) == 1.0
+    assert metrics.WORKGROUP.get_sample_value("taskq_queue_paused", {"queue": "b"}) is None
+
+
+async def test_a_rate_window_slides_and_old_starts_stop_counting(store, client):
+    from tests.helpers import async_wait_until
+
+    await client.set_queue_limits("a", rate="2/second")
+    await store.enqueue([spec(queue="a") for _ in range(5)])
+    assert len(await claim(store)) == 2
+    assert await claim(store) == []
+
+    async def room_again() -> list:
+        return await claim(store)
+
+    got = await async_wait_until(room_again, timeout=10, what="the window to slide")
+    assert 1 <= len(got) <= 2

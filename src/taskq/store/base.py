@@ -210,6 +210,13 @@ class Store(Protocol):
         running job. Returns (jobs_deleted, workers_deleted)."""
 
     # -- queue controls ----------------------------------------------------------------
+    def take_limit_waits(self) -> dict[tuple[str, str], int]:
+        """How many claims found each limit full since the last call, by (kind, name)
+        (``taskq_limit_waits_total``); resets the count."""
+
+    async def paused_queues(self) -> list[str]:
+        """The names of the paused queues."""
+
     async def set_queue_paused(self, name: str, paused: bool, *, by: str | None = None) -> None:
         """Pause (every claim skips the queue) or resume a queue; idempotent. A pause
         keeps the first pause's time and author."""

@@ -50,7 +50,7 @@ from ..settings import redact, validate_schema
 from .drift import config_differences
 from .enqueue import jobs_table, needs_full, pg_statements, pg_steps, run_async, stage_row
 from .postgres_insight import PostgresInsight
-from .queues import limits_from_row, overview
+from .queues import count_full, limits_from_row, overview
 from .rows import Codec
 from .sqlfile import load_migrations, load_queries
 
@@ -130,6 +130,7 @@ class PostgresStore(PostgresInsight):
         self._listener: psycopg.AsyncConnection | None = None
         self._listener_lock = asyncio.Lock()
         self._limits_seen: dict[tuple[str, ...], tuple[float, bool]] = {}
+        self.limit_waits: dict[tuple[str, str], int] = {}
 
     def _set_dsn(self, dsn: str) -> None:
         self.display_dsn = redact(dsn)
@@ -591,22 +592,31 @@ class PostgresStore(PostgresInsight):
 
     async def _claim_limited(self, params: dict[str, Any]) -> list[DictRow]:
         """The claim under limits, in one transaction sent as one pipeline: take the
-        limits lock, forget starts older than their window, claim within each room.
+        limits lock, then claim within each room (forgetting starts that left their window).
         Limited claims thus run one at a time, and each reads the counts the previous
         one committed."""
         async with self._connection() as conn, conn.pipeline():
             async with conn.transaction():
                 await conn.execute(Q["limits_lock"], {"key": self._limits_key})
-                await conn.execute(Q["prune_limit_starts"], params)
                 cur = conn.cursor(row_factory=dict_row)
                 await cur.execute(Q["claim_limited"], params)
-            return await cur.fetchall()
+            rows = await cur.fetchall()
+        if rows:
+            count_full(self.limit_waits, rows[0]["full_limits"] or ())
+        return [r for r in rows if r["id"] is not None]
 
     @property
     def _limits_key(self) -> str:
         return f"taskq-limits:{self.schema}"
 
     # -- queue controls ------------------------------------------------------------------
+    def take_limit_waits(self) -> dict[tuple[str, str], int]:
+        waits, self.limit_waits = self.limit_waits, {}
+        return waits
+
+    async def paused_queues(self) -> list[str]:
+        return [r["name"] for r in await self._fetchall("paused_queues")]
+
     async def set_queue_paused(self, name: str, paused: bool, *, by: str | None = None) -> None:
         async with self._connection() as conn:
             await conn.execute(Q["pause_queue"], {"name": name, "paused": paused, "by": by})

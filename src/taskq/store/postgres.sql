@@ -443,14 +443,6 @@ SELECT EXISTS (SELECT 1 FROM limits
 -- description: Serialise limited claims (and limit changes) until the transaction ends.
 SELECT pg_advisory_xact_lock(hashtext(%(key)s));
 
--- name: prune_limit_starts
--- description: Forget the start buckets that left every rate limit's window (run under limits_lock).
-DELETE FROM limit_starts s
-USING limits l
-WHERE s.kind = l.kind AND s.name = l.name AND l.rate IS NOT NULL
-  AND (l.kind = 'actor' OR l.name = ANY(%(queues)s::text[]))
-  AND s.bucket <= clock_timestamp() - make_interval(secs => l.rate_period * 1.05);
-
 -- name: claim_limited
 -- description: The claim under limits: each queue and actor gets at most its room (run under limits_lock).
 -- Runs after limits_lock was taken, in its own statement, so its snapshot sees every
@@ -459,7 +451,8 @@ WHERE s.kind = l.kind AND s.name = l.name AND l.rate IS NOT NULL
 -- A bucket is 1/20 of the period; every bucket overlapping the last period counts.
 -- room = min(concurrency - running, rate - starts in the window). Each open queue offers
 -- its first n due jobs; of those, each limited actor keeps its room's worth, then each
--- queue its room's worth, then the batch stops at n.
+-- queue its room's worth, then the batch stops at n. Every row also names the limits
+-- that were full (`full_limits`); with nothing claimed, one row with a NULL id says it.
 WITH wanted AS (
     SELECT q.name FROM unnest(%(queues)s::text[]) AS q(name)
     WHERE NOT EXISTS (SELECT 1 FROM queues c WHERE c.name = q.name AND c.paused)
@@ -534,8 +527,15 @@ WITH wanted AS (
               AND l.name = CASE l.kind WHEN 'queue' THEN c.queue ELSE c.actor END
     GROUP BY l.kind, l.name, l.bucket
     ON CONFLICT (kind, name, bucket) DO UPDATE SET starts = s.starts + excluded.starts
+), pruned AS (  -- start buckets that left their window (disjoint from those counted)
+    DELETE FROM limit_starts s
+    USING lim l
+    WHERE s.kind = l.kind AND s.name = l.name AND l.rate IS NOT NULL
+      AND s.bucket <= l.window_start
+), full_limits AS (  -- the limits that had no room: one row even when nothing was claimed
+    SELECT array_agg(kind || ':' || name) AS full_limits FROM room WHERE room <= 0
 )
-SELECT * FROM claimed;
+SELECT c.*, f.full_limits FROM full_limits f LEFT JOIN claimed c ON true;
 
 -- name: pause_queue
 -- description: Pause or resume a queue (paused queues are skipped by every claim).
@@ -574,6 +574,10 @@ SELECT queue, state, count(*) AS n,
                                                       AND run_at <= now()))::float8 AS oldest_s
 FROM jobs
 GROUP BY queue, state;
+
+-- name: paused_queues
+-- description: The names of the paused queues.
+SELECT name FROM queues WHERE paused ORDER BY name;
 
 -- name: queue_controls
 -- description: Every queue row (pause state).

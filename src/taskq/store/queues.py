@@ -17,6 +17,13 @@ from .rows import Codec, Row
 QUEUE, ACTOR = "queue", "actor"
 
 
+def count_full(waits: dict[tuple[str, str], int], full: Iterable[str]) -> None:
+    """Count one wait for each limit a claim found full (``"kind:name"`` each)."""
+    for item in full:
+        kind, _, name = item.partition(":")
+        waits[(kind, name)] = waits.get((kind, name), 0) + 1
+
+
 def limits_from_row(r: Row) -> Limits:
     """A ``limits`` row (concurrency, rate, rate_period) as ``Limits``."""
     rate, period = r["rate"], r["rate_period"]

@@ -47,7 +47,7 @@ from ..logs import get_logger
 from ..settings import sqlite_path
 from .drift import config_differences
 from .enqueue import sqlite_enqueue
-from .queues import ACTOR, QUEUE, limits_from_row, overview
+from .queues import ACTOR, QUEUE, count_full, limits_from_row, overview
 from .rows import Codec
 from .sqlfile import load_migrations, load_queries
 from .sqlite_insight import SqliteInsight
@@ -140,6 +140,8 @@ class SqliteStore(SqliteInsight):
         # Seen by the store thread only: commits made through this connection (which
         # do not move data_version) and the marker taken before the last claim.
         self._own_commits = 0
+        # claims that found a limit full, by (kind, name), until take_limit_waits()
+        self.limit_waits: dict[tuple[str, str], int] = {}
         self._claim_marker: tuple[int, int] | None = None
 
     def _set_path(self, path: str) -> None:
@@ -525,6 +527,7 @@ class SqliteStore(SqliteInsight):
         db.execute(Q["prune_limit_starts"], params)
         rooms = {(r["kind"], r["name"]): r["room"] for r in db.execute(Q["limit_rooms"], params)}
         blocked = [n for (k, n), room in rooms.items() if k == ACTOR and room <= 0]
+        count_full(self.limit_waits, [f"{k}:{n}" for (k, n), room in rooms.items() if room <= 0])
         exclude = json.dumps(json.loads(params["exclude_actors"]) + blocked)
         candidates: list[Any] = []
         for queue in [r["name"] for r in db.execute(Q["unpaused_queues"], params)]:
@@ -579,6 +582,14 @@ class SqliteStore(SqliteInsight):
         return CODEC.claimed(rows)
 
     # -- queue controls --------------------------------------------------------------
+    def take_limit_waits(self) -> dict[tuple[str, str], int]:
+        waits, self.limit_waits = self.limit_waits, {}
+        return waits
+
+    async def paused_queues(self) -> list[str]:
+        rows = await self._run(lambda: self._db.execute(Q["paused_queues"]).fetchall())
+        return [r["name"] for r in rows]
+
     async def set_queue_paused(self, name: str, paused: bool, *, by: str | None = None) -> None:
         params = {"name": name, "paused": int(paused), "by": by, "now": time.time()}
         await self._run(self._write, self._db.execute, Q["pause_queue"], params)

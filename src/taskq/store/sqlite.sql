@@ -348,6 +348,10 @@ SELECT queue, state, count(*) AS n,
 FROM jobs
 GROUP BY queue, state;
 
+-- name: paused_queues
+-- description: The names of the paused queues.
+SELECT name FROM queues WHERE paused ORDER BY name;
+
 -- name: queue_controls
 -- description: Every queue row (pause state).
 SELECT name, paused, paused_at, paused_by FROM queues ORDER BY name;

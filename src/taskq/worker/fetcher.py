@@ -101,6 +101,8 @@ class Fetcher:
                 continue
             self._backoff.succeeded()
             self.claims += 1
+            for (kind, name), waits in self._store.take_limit_waits().items():
+                metrics.limit_waits.labels(kind, name).inc(waits)
             if jobs:
                 metrics.jobs_claimed.inc(len(jobs))
                 buffer.put_many(jobs)

@@ -40,9 +40,12 @@ LEASE_EXPIRED = "lease expired"
 def count_rescued(rescued: Sequence[RescuedJob], detected_by: str) -> None:
     """Metrics and one log line per rescued job."""
     for job in rescued:
-        result = "queued" if job.state == JobState.QUEUED else (job.dead_reason or "dead")
+        if job.state in (JobState.QUEUED, JobState.CANCELLED):  # cancelled: it was asked to
+            result = str(job.state)
+        else:
+            result = job.dead_reason or "dead"
         metrics.jobs_rescued.labels(detected_by, result).inc()
-        if job.state != JobState.QUEUED:
+        if job.state == JobState.DEAD:
             metrics.pool_items_dead_lettered.labels(job.actor, job.dead_reason or "crashed").inc()
         log.warning(
             "job-rescued",

@@ -8,7 +8,8 @@ One task of the supervisor, every ``interval`` seconds:
   ``taskq_queue_oldest_age_seconds{queue}``) are computed once per fleet: the
   supervisor that holds the ``backlog-metrics`` lease (a row in ``leaders``, renewed each
   tick, taken over by another once it lapses) runs one ``queue_backlog`` query --
-  partial-index scans only -- and exports the result; the others export nothing
+  partial-index scans only -- and exports the result, with ``taskq_queue_paused{queue}``
+  for the paused queues; the others export nothing
   (``taskq_backlog_leader`` says which one does).
 
 A failing store call is logged once per outage and retried at the next tick.
@@ -50,9 +51,17 @@ def export_backlog(depths: Iterable[QueueDepth], known_queues: Iterable[str]) ->
         metrics.queue_oldest_age.labels(queue=queue).set(depth.oldest_due_age)
 
 
+def export_paused(paused: Iterable[str]) -> None:
+    """``taskq_queue_paused{queue}``: 1 for each paused queue (a resumed one disappears)."""
+    metrics.queue_paused.clear()
+    for queue in paused:
+        metrics.queue_paused.labels(queue=queue).set(1)
+
+
 def clear_backlog() -> None:
     metrics.queue_jobs.clear()
     metrics.queue_oldest_age.clear()
+    metrics.queue_paused.clear()
 
 
 class FleetReporter:
@@ -116,6 +125,7 @@ class FleetReporter:
         leading = await store.try_lead(LEASE_NAME, self._holder, self._interval * 3)
         if leading:
             export_backlog(await store.queue_backlog(), self._queues)
+            export_paused(await store.paused_queues())
         self._lead(leading)
 
     def _lead(self, leading: bool) -> None:
