@@ -69,14 +69,14 @@ def test_bad_queue_commands_are_one_line(migrated, args, fragment):
 
 def test_jobs_cancel_reports_each_job_and_exits_by_what_happened(migrated):
     t = migrated
-    first = taskq(t, "enqueue", "some_actor").stdout.strip()
-    second = taskq(t, "enqueue", "some_actor").stdout.strip()
+    first = taskq(t, "enqueue", "some_actor", "--queue", "default").stdout.strip()
+    second = taskq(t, "enqueue", "some_actor", "--queue", "default").stdout.strip()
     proc = taskq(t, "jobs", "cancel", first, second)
     assert proc.stdout.splitlines() == [f"cancelled {first}", f"cancelled {second}"]
     shown = json.loads(taskq(t, "jobs", "show", first, "--json").stdout)
     assert shown["state"] == "cancelled" and shown["cancelled_by"].startswith("cli:")
     assert shown["cancelled_at"] is not None
-    third = taskq(t, "enqueue", "some_actor").stdout.strip()
+    third = taskq(t, "enqueue", "some_actor", "--queue", "default").stdout.strip()
     again = taskq(t, "jobs", "cancel", first, third, check=False)
     assert again.returncode == 3  # one had already finished: nothing changed for it
     assert again.stdout.strip() == f"cancelled {third}"
