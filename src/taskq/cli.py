@@ -762,7 +762,9 @@ def cmd_dashboard(ns: argparse.Namespace) -> int:
         ) from None
     if not 0 <= ns.port <= 65535:
         raise TaskqError(f"--port {ns.port} is not a port number")
-    return serve(host=ns.host, port=ns.port, allow_actions=ns.allow_actions)
+    return serve(
+        host=ns.host, port=ns.port, allow_actions=ns.allow_actions, dsn=ns.dsn, schema=ns.schema
+    )
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -164,3 +164,18 @@ async def test_workgroup_reports_are_listed_until_removed(store):
     assert await store.list_workgroups(datetime.now(UTC) + timedelta(minutes=1)) == []
     await store.remove_workgroup(instance)
     assert await store.list_workgroups(ago(60)) == []
+
+
+async def test_queue_infos_from_the_backlog_with_pause_and_limits(store):
+    from taskq.client import AsyncClient
+
+    await store.enqueue([spec(queue="q", run_at=ago(30)), spec(queue="q")])
+    async with AsyncClient(store=store) as client:
+        await client.pause_queue("q", by="alice")
+        await client.set_queue_limits("idle", concurrency=2)
+    infos = {q.name: q for q in await store.queue_infos()}
+    q, idle = infos["q"], infos["idle"]
+    assert (q.depth["queued"], q.paused, q.paused_by) == (2, True, "alice")
+    assert q.oldest_age_s is not None and q.oldest_age_s >= 29
+    assert q.depth["succeeded"] == 0  # finished states are not counted here
+    assert (idle.limits.concurrency, idle.paused, idle.oldest_age_s) == (2, False, None)

@@ -240,6 +240,10 @@ class Store(Protocol):
         """Per queue with queued, running or dead jobs: the counts and the age of the
         oldest due queued job. Scans only the partial indexes of those states."""
 
+    async def queue_infos(self) -> list[QueueInfo]:
+        """``queue_overview`` from partial-index scans only: queued, running and dead
+        counts (the finished states read 0), pause state and limits."""
+
     async def queue_activity(self, since: datetime) -> list[QueueActivity]:
         """Per queue since ``since``: jobs succeeded, runs failed, jobs gone dead."""
 

@@ -114,6 +114,7 @@ class PostgresStore(PostgresInsight):
 
     kind = "postgres"
     _job_from_row = staticmethod(CODEC.job)
+    _codec = CODEC
 
     def __init__(
         self, dsn: str, *, schema: str = "taskq", min_size: int = 1, max_size: int = 10

@@ -17,7 +17,9 @@ import psycopg
 from psycopg.rows import DictRow, dict_row
 
 from ..insight import LAST_ID, JobError, JobFilter, QueueActivity, QueueDepth, WorkgroupReport
-from ..jobs import Job
+from ..jobs import Job, QueueInfo
+from .queues import overview
+from .rows import Codec
 from .sqlfile import load_queries
 
 Q = load_queries("postgres.sql")
@@ -37,6 +39,21 @@ def depths(rows: Sequence[Mapping[str, Any]]) -> list[QueueDepth]:
     return [QueueDepth(**found[q]) for q in sorted(found)]
 
 
+def backlog_depths(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``queue_backlog`` rows as the ``depths`` rows of ``queues.overview``."""
+    return [
+        {
+            "queue": r["queue"],
+            "state": r["state"],
+            "n": r["jobs"],
+            "oldest_s": r["oldest_due_age"]
+            if r["state"] == "queued" and r["oldest_due_age"] > 0
+            else None,
+        }
+        for r in rows
+    ]
+
+
 def activities(rows: Sequence[Mapping[str, Any]]) -> list[QueueActivity]:
     """``queue_activity`` rows -> one ``QueueActivity`` per queue, by name."""
     keys = {"succeeded": "succeeded", "failed_run": "failed_runs", "dead": "dead"}
@@ -51,9 +68,16 @@ class PostgresInsight:
     _fetchone: Fetch
     _connection: Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection]]
     _job_from_row: Callable[[Mapping[str, Any]], Job]
+    _codec: Codec
 
     async def queue_backlog(self) -> list[QueueDepth]:
         return depths(await self._fetchall("queue_backlog", None))
+
+    async def queue_infos(self) -> list[QueueInfo]:
+        depths = backlog_depths(await self._fetchall("queue_backlog", None))
+        controls = await self._fetchall("queue_controls", None)
+        limits = await self._fetchall("get_limits", None)
+        return overview(self._codec, depths, controls, limits)
 
     async def queue_activity(self, since: datetime) -> list[QueueActivity]:
         return activities(await self._fetchall("queue_activity", {"since": since}))

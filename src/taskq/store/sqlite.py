@@ -125,6 +125,7 @@ class SqliteStore(SqliteInsight):
 
     kind = "sqlite"
     _job_from_row = staticmethod(CODEC.job)
+    _codec = CODEC
 
     def __init__(
         self,

@@ -15,8 +15,10 @@ from typing import Any
 from uuid import UUID
 
 from ..insight import LAST_ID, JobError, JobFilter, QueueActivity, QueueDepth, WorkgroupReport
-from ..jobs import Job
-from .postgres_insight import activities, depths
+from ..jobs import Job, QueueInfo
+from .postgres_insight import activities, backlog_depths, depths
+from .queues import overview
+from .rows import Codec
 from .sqlfile import load_queries
 
 Q = load_queries("sqlite.sql")
@@ -34,6 +36,7 @@ class SqliteInsight:
     _run: Callable[..., Awaitable[Any]]
     _write: Callable[..., Any]
     _job_from_row: Callable[[Mapping[str, Any]], Job]
+    _codec: Codec
 
     def _connection(self) -> sqlite3.Connection:
         db: sqlite3.Connection = getattr(self, "_db")  # noqa: B009 (the store's property)
@@ -50,6 +53,12 @@ class SqliteInsight:
 
     async def queue_backlog(self) -> list[QueueDepth]:
         return depths(await self._all("queue_backlog", {"now": time.time()}))
+
+    async def queue_infos(self) -> list[QueueInfo]:
+        depths = backlog_depths(await self._all("queue_backlog", {"now": time.time()}))
+        controls = await self._all("queue_controls")
+        limits = await self._all("get_limits")
+        return overview(self._codec, depths, controls, limits)
 
     async def queue_activity(self, since: datetime) -> list[QueueActivity]:
         return activities(await self._all("queue_activity", {"since": _ts(since)}))

@@ -42,7 +42,7 @@ async def overview(request: Request) -> Response:
     store = _store(request)
     depths = {d.queue: d for d in await store.queue_backlog()}
     hour = {a.queue: a for a in await store.queue_activity(datetime.now(UTC) - timedelta(hours=1))}
-    paused = {q.name for q in await request.app.state.client.queues() if q.paused}
+    paused = {q.name for q in await store.queue_infos() if q.paused}
     names = sorted(set(depths) | set(hour))
     rows = [{"name": n, "depth": depths.get(n), "hour": hour.get(n)} for n in names]
     return _render(request, "overview.html", rows=rows, paused=paused, page="overview")
@@ -144,5 +144,5 @@ async def workers(request: Request) -> Response:
 
 
 async def queues(request: Request) -> Response:
-    infos = await request.app.state.client.queues()
+    infos = await _store(request).queue_infos()
     return _render(request, "queues.html", queues=infos, page="queues")

@@ -36,17 +36,26 @@ async def _check_store(settings: DashboardSettings) -> None:
         await store.close()
 
 
-def settings_from_env(*, allow_actions: bool) -> DashboardSettings:
+def settings_from_env(
+    *, allow_actions: bool, dsn: str | None = None, schema: str | None = None
+) -> DashboardSettings:
     token = os.environ.get(TOKEN_ENV) or None
     if allow_actions and token is None:
         raise ConfigError(f"--allow-actions needs {TOKEN_ENV}: actions are never anonymous")
     if token is not None and len(token) < 16:
         raise ConfigError(f"{TOKEN_ENV} is too short: use at least 16 characters")
-    return DashboardSettings(allow_actions=allow_actions, token=token)
+    return DashboardSettings(dsn=dsn, schema=schema, allow_actions=allow_actions, token=token)
 
 
-def serve(*, host: str, port: int, allow_actions: bool) -> int:
-    settings = settings_from_env(allow_actions=allow_actions)
+def serve(
+    *,
+    host: str,
+    port: int,
+    allow_actions: bool,
+    dsn: str | None = None,
+    schema: str | None = None,
+) -> int:
+    settings = settings_from_env(allow_actions=allow_actions, dsn=dsn, schema=schema)
     asyncio.run(_check_store(settings))  # StoreUnavailable / SchemaNotMigrated: one line
     if not _loopback(host) and settings.token is None:
         log.warning(
