@@ -32,6 +32,7 @@ def test_the_seed_example_validates_and_prints_each_worker() -> None:
     assert "api: queues=default max_concurrency=8 poll_interval=0.5s" in result.stdout
     assert "batch: queues=email,report,cleanup max_concurrency=2 poll_interval=5s" in result.stdout
     assert "health every 15s, stale after 60s" in result.stdout
+    assert "purge_tmp: 0 3 * * * (Europe/Paris) -> purge_tmp, missed=skip" in result.stdout
     assert result.stderr == ""  # every actor's queue is consumed; 100 s grace is enough
 
 

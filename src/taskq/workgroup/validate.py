@@ -94,6 +94,13 @@ def summarise(config: WorkgroupConfig, registry: Registry | None) -> list[str]:
             + (" force_update_actor_config" if w.force_update_actor_config else "")
             + f"; {health_text}"
         )
+    schedules = registry.schedules if registry is not None else []
+    if schedules:
+        lines.append(f"  schedules ({len(schedules)}; every worker enqueues each tick once):")
+        lines += [
+            f"    {s.name}: {s.cron} ({s.timezone}) -> {s.actor}, missed={s.missed.value}"
+            for s in schedules
+        ]
     return lines
 
 
