@@ -249,6 +249,8 @@ class Registry:
                     "schedule it with that registry's periodic"
                 )
             schedule_name = name or actor.name
+            if not _NAME.match(schedule_name):
+                raise ConfigError(f"invalid schedule name {schedule_name!r}")
             if schedule_name in self._schedules:
                 raise ConfigError(
                     f"a schedule named {schedule_name!r} already exists: "

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 import taskq
-from taskq.periodic import MISSED_AFTER, Missed, Schedule, tick_key
+from taskq.jobs import ScheduleInfo
+from taskq.periodic import MISSED_AFTER, Missed, Schedule, listing, tick_key
 
 
 def at(text: str) -> datetime:
@@ -56,6 +58,7 @@ def test_one_actor_twice_needs_a_second_name() -> None:
         ("* * * * *", {"timezone": "Mars/Olympus"}, "unknown timezone 'Mars/Olympus'"),
         ("* * * * *", {"missed": "backfill"}, "missed must be one of skip, run_once"),
         ("* * * * *", {"args": [object()]}, "not JSON"),
+        ("* * * * *", {"name": "no spaces please"}, "invalid schedule name"),
     ],
 )
 def test_bad_schedules_are_refused_at_declaration(
@@ -149,3 +152,24 @@ def test_seconds_field_and_the_tick_key() -> None:
     due = fast.due(at("2026-12-03T10:00:00"), at("2026-12-03T10:00:05"))
     assert due.enqueue == [at(f"2026-12-03T10:00:0{s}") for s in (2, 4)]
     assert tick_key("beat", due.enqueue[0]) == "periodic:beat:2026-12-03T10:00:02+00:00"
+
+
+def test_listing_works_out_the_next_run_from_what_the_store_recorded() -> None:
+    info = ScheduleInfo(
+        name="report",
+        actor="report",
+        cron="*/5 * * * *",
+        timezone="Europe/Paris",
+        missed="skip",
+        first_seen_at=at("2026-12-03T08:00:00"),
+        seen_at=at("2026-12-03T08:00:00"),
+        last_tick=at("2026-12-03T10:05:00"),
+    )
+    row = listing(info, now=at("2026-12-03T10:07:30"))
+    assert row["next_run"] == "2026-12-03T10:10:00+00:00"
+    assert row["last_tick"] == "2026-12-03T10:05:00+00:00"
+    assert row["explained"] == "Every fifth minute of every hour"
+    # a clock behind the last tick recorded (another host's): the run after that tick
+    assert listing(info, now=at("2026-12-03T10:00:00"))["next_run"] == "2026-12-03T10:10:00+00:00"
+    broken = listing(dataclasses.replace(info, cron="not a cron"), now=at("2026-12-03T10:07:30"))
+    assert (broken["next_run"], broken["explained"]) == (None, "-")
