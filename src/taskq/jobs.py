@@ -145,6 +145,7 @@ class ClaimedJob:
     idempotent: bool
     snooze_count: int = 0
     meta_json: str | None = None  # the job's meta at claim (JSON object), None if none
+    run_alone: bool = False  # blamed for a death it shared: run it with nothing else
 
 
 class OutcomeKind(enum.StrEnum):

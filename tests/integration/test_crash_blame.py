@@ -16,13 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from taskq import AsyncClient
 from taskq.ids import uuid7
 from taskq.jobs import OutcomeKind
 from taskq.procpool import causes
 from taskq.worker.cpu_runner import CpuRunner
+from tests import worker_actors as actors
 from tests.integration import procpool_actors
-from tests.integration.procpool_support import make_pool, until
-from tests.worker_harness import config_for
+from tests.integration.procpool_support import capture_taskq_logs, events, make_pool, until
+from tests.worker_harness import config_for, running_worker, wait_for_states
 
 from .storekit import spec
 
@@ -87,3 +89,46 @@ async def test_a_job_whose_process_is_sigkilled_from_outside_twice_is_not_poison
     job = await kill_twice(store, target, tmp_path, cgroup, oom=False)
     assert (job.state, job.dead_reason, job.crash_count) == ("queued", None, 2)
     assert "killed by SIGKILL" in job.last_error and "OOM" not in job.last_error
+
+
+async def test_jobs_blamed_for_a_shared_death_re_run_alone(
+    store, target, tmp_path, runs_file, caplog
+):
+    """A worker running two jobs dies of a cause that points at a job: both are marked to
+    run alone. The next worker runs each with nothing beside it: the other one waits, a
+    plain job is given back and the fetcher claims nothing meanwhile; so a second blame
+    would be a death alone."""
+    capture_taskq_logs(caplog)
+    release = tmp_path / "release"
+    release.mkdir()
+    async with AsyncClient(store=store) as client:
+        x = await client.enqueue(actors.held_idempotent, "x", str(release))
+        y = await client.enqueue(actors.held_idempotent, "y", str(release))
+        lost = uuid7()
+        assert len(await store.claim(lost, ["held"], 2, 30.0)) == 2
+        rescued = await store.rescue_worker(lost, "worker exited with code 1", blamed=True)
+        assert {r.state for r in rescued} == {"queued"}
+        n = await client.enqueue(actors.held_idempotent, "n", str(release))
+        async with running_worker(target, queues=["held"], max_concurrency=4):
+            first = await until(
+                lambda: next(iter(actors.runs(runs_file, "start")), None),
+                what="one of the two to start",
+            )
+            second = "y" if first == "x" else "x"
+            assert first in ("x", "y")
+            await until(
+                lambda: events(caplog, "job-waits-to-run-alone"),
+                what="the other one to wait for its turn",
+            )
+            assert actors.runs(runs_file, "start") == [first]  # nothing beside it
+            (release / first).touch()
+            await until(
+                lambda: actors.runs(runs_file, "start") == [first, second],
+                what="the second to start once the first is done",
+            )
+            assert actors.runs(runs_file) == [first]  # the first had finished
+            (release / second).touch()
+            (release / "n").touch()
+            jobs = await wait_for_states(store, [x, y, n], {"succeeded"})
+    assert [j.crash_count for j in jobs] == [1, 1, 0]
+    assert actors.runs(runs_file, "start") == [first, second, "n"]

@@ -845,3 +845,21 @@ async def test_a_cancelled_wait_leaves_the_next_wait_working(store, target):
         await producer.enqueue([spec()])
     assert await store.wait_for_jobs(["default"], timeout=20.0) is True
     await store.ping()
+
+
+async def test_a_shared_blame_marks_the_jobs_to_run_alone_until_a_run_ends(store):
+    await store.enqueue([spec(idempotent=True, max_crashes=3) for _ in range(2)])
+    w = uuid7()
+    assert [c.run_alone for c in await claim_all(store, w)] == [False, False]
+    await store.rescue_worker(w, "worker exited with code 1", blamed=True)  # shared
+    w = uuid7()
+    a, b = await claim_all(store, w)
+    assert (a.run_alone, b.run_alone) == (True, True)
+    await store.rescue_worker(w, "worker killed by SIGKILL", blamed=False)  # still unproven
+    w = uuid7()
+    a, b = await claim_all(store, w)
+    assert (a.run_alone, b.run_alone) == (True, True)
+    await store.complete(w, [Outcome(a.id, a.attempt, OutcomeKind.RETRY, error="e")])
+    await store.give_back(w, [(b.id, b.attempt)])
+    flags = {c.id: c.run_alone for c in await claim_all(store, uuid7())}
+    assert flags == {a.id: False, b.id: True}  # a's run ended: cleared; b never ran

@@ -367,6 +367,7 @@ WHERE jobs.id = picked.id
 RETURNING jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args,
           jobs.kwargs::text AS kwargs, jobs.attempt, jobs.max_attempts, jobs.crash_count,
           jobs.max_crashes, jobs.idempotent, jobs.priority, jobs.run_at, jobs.snooze_count,
+          jobs.run_alone,
           jobs.meta::text AS meta;
 
 -- fragment: end_run
@@ -388,6 +389,9 @@ blamed_crashes = jobs.blamed_crashes + CASE WHEN v.kind = 'crashed' AND v.blamed
 unproven_crashes = jobs.unproven_crashes
                    + CASE WHEN v.kind = 'crashed' AND NOT (v.blamed AND NOT v.shared)
                           THEN 1 ELSE 0 END,
+run_alone = CASE WHEN v.kind <> 'crashed' THEN false
+                 WHEN v.blamed AND v.shared THEN true
+                 ELSE jobs.run_alone END,
 attempt = jobs.attempt - CASE WHEN v.kind = 'snoozed' AND jobs.cancelled_at IS NULL
                               THEN 1 ELSE 0 END,
 snooze_count = jobs.snooze_count + CASE WHEN v.kind = 'snoozed' AND jobs.cancelled_at IS NULL
@@ -518,6 +522,7 @@ WITH wanted AS (
     RETURNING jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args,
               jobs.kwargs::text AS kwargs, jobs.attempt, jobs.max_attempts, jobs.crash_count,
               jobs.max_crashes, jobs.idempotent, jobs.priority, jobs.run_at, jobs.snooze_count,
+          jobs.run_alone,
           jobs.meta::text AS meta
 ), counted AS (
     INSERT INTO limit_starts AS s (kind, name, bucket, starts)

@@ -87,6 +87,7 @@ class Codec:
                 idempotent=bool(r["idempotent"]),
                 meta_json=r["meta"],
                 snooze_count=r["snooze_count"],
+                run_alone=bool(r["run_alone"]),
             )
             for r in ordered
         ]

@@ -244,7 +244,7 @@ WHERE id IN (
     LIMIT :limit
 )
 RETURNING id, actor, queue, args, kwargs, attempt, max_attempts, crash_count, max_crashes,
-          idempotent, priority, run_at, snooze_count, meta;
+          idempotent, priority, run_at, snooze_count, meta, run_alone;
 
 -- name: limits_exist
 -- description: Does any limit apply to a claim on these queues?
@@ -298,7 +298,7 @@ UPDATE jobs
 SET {{start_run}}
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'queued'
 RETURNING id, actor, queue, args, kwargs, attempt, max_attempts, crash_count, max_crashes,
-          idempotent, priority, run_at, snooze_count, meta;
+          idempotent, priority, run_at, snooze_count, meta, run_alone;
 
 -- name: count_limit_starts
 -- description: Add the claimed jobs to the current start bucket (1/20 period) of each rate limit they fall under.
@@ -382,6 +382,9 @@ blamed_crashes = jobs.blamed_crashes + CASE WHEN v.kind = 'crashed' AND v.blamed
 unproven_crashes = jobs.unproven_crashes
                    + CASE WHEN v.kind = 'crashed' AND NOT (v.blamed AND NOT v.shared)
                           THEN 1 ELSE 0 END,
+run_alone = CASE WHEN v.kind <> 'crashed' THEN 0
+                 WHEN v.blamed AND v.shared THEN 1
+                 ELSE jobs.run_alone END,
 attempt = jobs.attempt - CASE WHEN v.kind = 'snoozed' AND jobs.cancelled_at IS NULL
                               THEN 1 ELSE 0 END,
 snooze_count = jobs.snooze_count + CASE WHEN v.kind = 'snoozed' AND jobs.cancelled_at IS NULL

@@ -31,6 +31,7 @@ from ..registry import AnyActor, Registry
 from . import outcomes
 from .cancels import Cancels
 from .cpu_runner import CpuRunner
+from .solo import Solo
 from .threads import ThreadRunner
 
 log = get_logger(__name__)
@@ -59,8 +60,10 @@ class Executor:
         result_max_bytes: int,
         *,
         cancels: Cancels | None = None,
+        solo: Solo | None = None,
     ) -> None:
         self._cancels = cancels
+        self._solo = solo or Solo()
         self._threads = threads
         self._cpu = cpu
         self._result_max_bytes = result_max_bytes
@@ -78,7 +81,14 @@ class Executor:
         return any(p.kind == CPU for p in self._plans.values())
 
     async def execute(self, job: ClaimedJob) -> Outcome | None:
-        """Run ``job``; return its outcome, or ``None`` to give it back uncharged."""
+        """Run ``job``; return its outcome, or ``None`` to give it back uncharged (also
+        when a job that must run alone is waiting or running here: ``Solo``)."""
+        async with self._solo.turn(job) as allowed:
+            if not allowed:
+                return None
+            return await self._execute(job)
+
+    async def _execute(self, job: ClaimedJob) -> Outcome | None:
         plan = self._plans.get(job.actor)
         if plan is None:
             outcome = outcomes.dead(

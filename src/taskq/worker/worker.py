@@ -65,6 +65,7 @@ from .middleware import MiddlewareChain, load_middleware
 from .part import Ended, Part, Parts
 from .runners import Executor
 from .scheduler import Scheduler
+from .solo import Solo
 from .supervisor import TaskSupervisor
 from .sweeper import Sweeper
 from .threads import ThreadRunner
@@ -267,7 +268,10 @@ class Worker:
         threads = ThreadRunner()
         cpu = CpuRunner(config, needed=any(actor.cpu_bound for actor in registry))
         cancels = Cancels()
-        executor = Executor(registry, threads, cpu, config.result_max_bytes, cancels=cancels)
+        solo = Solo()  # jobs blamed for a shared death re-run with nothing beside them
+        executor = Executor(
+            registry, threads, cpu, config.result_max_bytes, cancels=cancels, solo=solo
+        )
         chain = MiddlewareChain(middleware)
         buffer = JobBuffer(config.max_concurrency, config.prefetch)
         acker = self.acker = Acker(store, self.id)
@@ -303,7 +307,12 @@ class Worker:
             poll_interval=config.poll_interval,
             excluded_actors=lambda: cpu.excluded_actors,
             # no claims while the heartbeat cannot extend their leases
-            can_claim=lambda: acker.pending < MAX_ACK_BACKLOG and not heartbeat.in_outage,
+            # and none while a job waits to run alone, or runs alone
+            can_claim=lambda: (
+                acker.pending < MAX_ACK_BACKLOG
+                and not heartbeat.in_outage
+                and solo.claiming_allowed
+            ),
         )
         return [
             HealthServer(

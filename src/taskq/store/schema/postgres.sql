@@ -57,6 +57,7 @@ CREATE TABLE jobs (
     late boolean NOT NULL DEFAULT false,
     blamed_crashes integer NOT NULL DEFAULT 0,
     unproven_crashes integer NOT NULL DEFAULT 0,
+    run_alone boolean NOT NULL DEFAULT false,
     CONSTRAINT jobs_attempt_check CHECK (((attempt >= 0) AND (crash_count >= 0))),
     CONSTRAINT jobs_dead_reason_check CHECK (((state = 'dead'::text) = (dead_reason IS NOT NULL))),
     CONSTRAINT jobs_pkey PRIMARY KEY (id),

@@ -44,7 +44,7 @@ CREATE TABLE jobs (
     lease_expires_at REAL,
     last_error       TEXT,
     dead_reason      TEXT,
-    result           TEXT, unique_key TEXT, unique_states TEXT, meta TEXT, tags TEXT, snooze_count INTEGER NOT NULL DEFAULT 0, cancelled_at REAL, cancelled_by TEXT, lost_worker_id TEXT, late INTEGER NOT NULL DEFAULT 0, blamed_crashes INTEGER NOT NULL DEFAULT 0, unproven_crashes INTEGER NOT NULL DEFAULT 0,
+    result           TEXT, unique_key TEXT, unique_states TEXT, meta TEXT, tags TEXT, snooze_count INTEGER NOT NULL DEFAULT 0, cancelled_at REAL, cancelled_by TEXT, lost_worker_id TEXT, late INTEGER NOT NULL DEFAULT 0, blamed_crashes INTEGER NOT NULL DEFAULT 0, unproven_crashes INTEGER NOT NULL DEFAULT 0, run_alone INTEGER NOT NULL DEFAULT 0,
     CHECK ((state = 'dead') = (dead_reason IS NOT NULL))
 );
 

@@ -1,0 +1,63 @@
+"""Running a job alone on this worker: the re-run after a blame it shared.
+
+When a worker process dies of a cause that points at a job (taskq.blame) while it ran
+several jobs, at most one of them did it; each is marked ``run_alone`` and re-run before
+a second blame can poison it (docs/jobs.md, "Blame and poison"). ``Solo`` makes that run
+alone: a ``run_alone`` job waits until no other job runs here, then runs with nothing
+beside it; while one waits or runs, every other job this worker was about to start is
+given back (uncharged) and the fetcher claims nothing (``claiming_allowed``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from ..jobs import ClaimedJob
+from ..logs import get_logger
+
+log = get_logger(__name__)
+
+
+class Solo:
+    def __init__(self) -> None:
+        self._running = 0  # jobs running here now
+        self._alone = 0  # run_alone jobs waiting or running
+        self._changed = asyncio.Condition()
+
+    @property
+    def claiming_allowed(self) -> bool:
+        return self._alone == 0
+
+    @asynccontextmanager
+    async def turn(self, job: ClaimedJob) -> AsyncIterator[bool]:
+        """Yield True when ``job`` may run now, False when it must be given back."""
+        if not job.run_alone:
+            if self._alone:
+                yield False
+                return
+            self._running += 1
+            try:
+                yield True
+            finally:
+                await self._finished()
+            return
+        self._alone += 1
+        try:
+            async with self._changed:
+                if self._running:
+                    log.info("job-waits-to-run-alone", job=str(job.id), actor=job.actor)
+                await self._changed.wait_for(lambda: self._running == 0)
+                self._running += 1
+            try:
+                yield True
+            finally:
+                await self._finished()
+        finally:
+            self._alone -= 1
+
+    async def _finished(self) -> None:
+        async with self._changed:
+            self._running -= 1
+            self._changed.notify_all()
