@@ -8,11 +8,13 @@ Layout (see docs/architecture.md for the picture):
 * ``registry``   actors and their options (``Registry``, ``@registry.actor``)
 * ``client``     ``Client`` / ``AsyncClient``: enqueue, inspect, retry, cancel
 * ``store/``     the one ``Store`` seam; Postgres and SQLite engines, SQL in .sql files
-* ``restart``    the restart policy every supervisor shares
+* ``restart``    the restart policy every supervisor uses (one per member); ``backoff``
+                 its delays and rolling window
+* ``middleware`` ``Middleware``, the extension seam around every job a worker runs
 * ``worker/``    the worker process: fetch, supervise consumers, run, ack, heartbeat, sweep
 * ``procpool``   the CPU process pool for ``cpu_bound`` actors
 * ``workgroup/`` the supervisor of worker processes (``taskq workgroup``)
-* ``exceptions`` every error, rooted at ``TaskqError``
+* ``exceptions`` every error, rooted at ``TaskqError``; ``exit_codes`` every exit code
 """
 
 # First, before anything heavy is imported: a workgroup child whose supervisor already

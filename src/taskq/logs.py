@@ -8,6 +8,14 @@ records and of the records an actor logs. Every taskq module logs through
     log = get_logger(__name__)
     log.warning("workgroup.restart_scheduled", worker="api", reason="child_exit", delay=0.4)
 
+Event names are kebab-case, the thing first, then what happened (``worker-started``,
+``job-rescued``, ``store-unavailable``). Three families predate the rule and keep their
+own spelling, because dashboards and alert rules match their documented names: the
+workgroup supervisor's ``workgroup.<snake_case>``, the CPU pool's
+``process_pool_<snake_case>`` and the dashboard's ``dashboard.<snake_case>``; a new event
+of one of those families follows its family. ``worker died`` and the other names in
+CONTRACT.md and docs/ never change.
+
 Actors log with plain ``logging``: while a job runs, ``job_context`` holds its ``job``,
 ``actor``, ``attempt`` and ``queue`` in a context variable (copied into the thread of a
 sync actor, sent along to a CPU pool process), and every record emitted meanwhile, by

@@ -290,7 +290,7 @@ class PostgresStore(PostgresInsight):
                 applied_now.append(migration.version)
         if applied_now:
             log.info(
-                "store.migrated", dsn=self.display_dsn, schema=self.schema, versions=applied_now
+                "store-migrated", dsn=self.display_dsn, schema=self.schema, versions=applied_now
             )
         return applied_now
 
@@ -766,7 +766,7 @@ class PostgresStore(PostgresInsight):
                         return True
             return False
         except psycopg.Error as exc:
-            log.warning("store.listen_failed", dsn=self.display_dsn, error=_first_line(exc))
+            log.warning("store-listen-failed", dsn=self.display_dsn, error=_first_line(exc))
             await self._close_listener()
             await asyncio.sleep(max(0.0, deadline - time.monotonic()))
             return False

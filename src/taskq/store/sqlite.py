@@ -304,7 +304,7 @@ class SqliteStore(SqliteInsight):
     async def migrate(self) -> list[str]:
         applied = await self._run(self._migrate)
         if applied:
-            log.info("store.migrated", dsn=self.display_dsn, versions=applied)
+            log.info("store-migrated", dsn=self.display_dsn, versions=applied)
         return applied
 
     def _check_schema(self) -> None:

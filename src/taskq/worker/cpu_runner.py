@@ -84,7 +84,7 @@ class CpuRunner:
         )
         await pool.start()
         self._pool = pool
-        log.info("process-pool-started", size=pool.size)
+        log.info("process_pool_started", size=pool.size)
 
     @property
     def excluded_actors(self) -> Sequence[str]:
