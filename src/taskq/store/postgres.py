@@ -444,7 +444,7 @@ class PostgresStore(PostgresInsight):
                     return True
             return False
         except psycopg.Error as exc:
-            log.warning("store.listen_failed", dsn=self.display_dsn, error=_first_line(exc))
+            log.warning("store-listen-failed", dsn=self.display_dsn, error=_first_line(exc))
             await self._close_cancel_listener()
             await asyncio.sleep(max(0.0, deadline - time.monotonic()))
             return False
