@@ -20,7 +20,6 @@ is imported here, on purpose.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import signal
 import sys
@@ -39,7 +38,9 @@ def set_parent_death_signal(sig: int = signal.SIGTERM) -> str | None:
     if not sys.platform.startswith("linux"):
         return f"not available on {sys.platform}"
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        # the running interpreter already links libc: no ctypes.util.find_library, which
+        # runs ldconfig/gcc in a subprocess (a quarter second at every child start)
+        libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
             errno = ctypes.get_errno()
             return os.strerror(errno)
