@@ -14,6 +14,7 @@ error stays in ``__cause__``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import select
 import time
@@ -27,6 +28,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -592,16 +594,25 @@ class PostgresStore(PostgresInsight):
         return exists
 
     async def _claim_limited(self, params: dict[str, Any]) -> list[DictRow]:
-        """The claim under limits, in one transaction sent as one pipeline: take the
-        limits lock, then claim within each room (forgetting starts that left their window).
-        Limited claims thus run one at a time, and each reads the counts the previous
-        one committed."""
-        async with self._connection() as conn, conn.pipeline():
-            async with conn.transaction():
-                await conn.execute(Q["limits_lock"], {"key": self._limits_key})
-                cur = conn.cursor(row_factory=dict_row)
-                await cur.execute(Q["claim_limited"], params)
-            rows = await cur.fetchall()
+        """The claim under limits: BEGIN, the limits lock, the claim within each room
+        (forgetting starts that left their window), COMMIT, sent as one pipeline with a
+        single sync (one round trip). Limited claims thus run one at a time, and each
+        reads the counts the previous one committed. On any error the transaction is
+        rolled back before the connection goes back to the pool."""
+        async with self._connection() as conn:
+            try:
+                async with conn.pipeline():
+                    await conn.execute(Q["begin"])
+                    await conn.execute(Q["limits_lock"], {"key": self._limits_key})
+                    cur = conn.cursor(row_factory=dict_row)
+                    await cur.execute(Q["claim_limited"], params)
+                    await conn.execute(Q["commit"])
+                rows = await cur.fetchall()
+            except BaseException:
+                if conn.info.transaction_status != TransactionStatus.IDLE and not conn.closed:
+                    with contextlib.suppress(psycopg.Error):
+                        await conn.execute(Q["rollback"])
+                raise
         if rows:
             count_full(self.limit_waits, rows[0]["full_limits"] or ())
         return [r for r in rows if r["id"] is not None]
