@@ -57,3 +57,19 @@ def cleanup() -> str:
 def fail() -> None:
     """Dead at its first exception (a dead letter for the metrics tests)."""
     raise RuntimeError("failing on purpose")
+
+
+@registry.actor(queue="default", idempotent=True)
+async def held(key: str, release_dir: str) -> str:
+    """Runs until the file ``release_dir/key`` exists (idempotent: re-run after a crash)."""
+    from pathlib import Path
+
+    while not (Path(release_dir) / key).exists():  # noqa: ASYNC110 (the test writes it)
+        await asyncio.sleep(0.02)
+    return key
+
+
+@registry.actor(queue="default", idempotent=True)
+def exit_worker(code: int) -> None:
+    """Ends the whole worker process with ``os._exit(code)``: a job that kills its runner."""
+    os._exit(code)
