@@ -155,3 +155,16 @@ class FaultMiddleware(Middleware):
 
 
 fault_middleware = FaultMiddleware()
+
+
+class BrokenHooks(Middleware):
+    """Both hooks raise on every job (a metrics plugin whose backend is down)."""
+
+    def before_job(self, job: ClaimedJob) -> None:
+        raise RuntimeError("metrics backend unreachable")
+
+    def after_job(self, job: ClaimedJob, outcome: object) -> None:
+        raise RuntimeError("metrics backend unreachable")
+
+
+broken_hooks = BrokenHooks()

@@ -198,21 +198,43 @@ async def test_sigkill_mid_job_rerun_idempotent_crashed_non_idempotent_never_poi
 
 
 async def test_crash_loop_guard_ends_the_process_non_zero_with_a_critical_line(store, spawn):
-    """Consumers killed by a middleware fault on every job: more than 10 deaths in 60 s
-    trips the guard; the worker gives the jobs back and exits 3."""
+    """Consumers killed by a consumer fault on every job: once every consumer has died more
+    than 10 times in 60 s (one restart policy per consumer; their backoffs add up to at
+    most ~43 s) the guard trips; the worker gives the jobs back and exits 3."""
     async with AsyncClient(store=store) as client:
         ids = await client.enqueue_many(
             actors.consumer_fault, [((f"c{i}",), {}) for i in range(12)]
         )
         middleware = {"TASKQ_WORKER_MIDDLEWARE": "tests.worker_actors:fault_middleware"}
         worker = spawn("--queues", "faulty", "--max-concurrency", "12", extra_env=middleware)
-        assert worker.wait(timeout=60) == exit_codes.CRASH_LOOP
+        assert worker.wait(timeout=120) == exit_codes.CRASH_LOOP
         jobs = [await client.get(i) for i in ids]
     (critical,) = worker.events("crash-loop-guard-tripped")
     assert critical["level"] == "critical"
-    assert len(worker.events("worker died")) >= 11
+    assert len(worker.events("worker died")) >= 12 * 11
+    assert len(worker.events("consumer-gave-up")) == 12
     assert all("ConsumerFault" in e["exception"] for e in worker.events("worker died"))
     assert all(j.state == "queued" and j.attempts == 0 for j in jobs)  # nothing lost
+
+
+async def test_a_raising_middleware_hook_never_stops_a_job_or_the_worker(store, spawn, runs_file):
+    """``TASKQ_WORKER_MIDDLEWARE`` names hooks that raise on every job: each failure kind is
+    logged once, every job succeeds once, no consumer dies, the process runs on until
+    SIGTERM and exits 0."""
+    async with AsyncClient(store=store) as client:
+        ids = await client.enqueue_many(actors.remember, [((f"h{i}",), {}) for i in range(8)])
+        middleware = {"TASKQ_WORKER_MIDDLEWARE": "tests.worker_actors:broken_hooks"}
+        worker = spawn("--max-concurrency", "2", extra_env=middleware)
+        jobs = await wait_for_states(store, ids, {"succeeded"})
+        assert worker.proc.poll() is None  # still running
+        worker.signal(signal.SIGTERM)
+        assert worker.wait() == exit_codes.OK
+    assert all(j.attempts == 1 for j in jobs)
+    assert sorted(actors.runs(runs_file)) == sorted(f"h{i}" for i in range(8))
+    assert worker.events("worker died") == [] and worker.events("worker-restarted") == []
+    failed = worker.events("middleware-hook-failed")
+    assert sorted(e["method"] for e in failed) == ["after_job", "before_job"]
+    assert all(e["level"] == "error" for e in failed)
 
 
 async def test_fenced_late_ack_from_a_worker_whose_lease_was_taken_over_is_a_no_op(
