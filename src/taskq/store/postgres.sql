@@ -341,9 +341,13 @@ lost_worker_id = NULL, late = false
 -- row); a row locked here but not picked is free again when the statement ends. Paused
 -- queues are skipped, and so are queues and actors with limits: those are claimed by
 -- claim_limited (the store takes that path when limits exist).
-WITH picked AS (
+WITH open AS MATERIALIZED (  -- once per queue, before any row is locked
+    SELECT q.name FROM unnest(%(queues)s::text[]) AS q(name)
+    WHERE NOT EXISTS (SELECT 1 FROM queues c WHERE c.name = q.name AND c.paused)
+      AND NOT EXISTS (SELECT 1 FROM limits l WHERE l.kind = 'queue' AND l.name = q.name)
+), picked AS (
     SELECT j.id
-    FROM unnest(%(queues)s::text[]) AS q(name)
+    FROM open AS q
     CROSS JOIN LATERAL (
         SELECT id, priority, run_at FROM jobs
         WHERE state = 'queued'
@@ -355,8 +359,6 @@ WITH picked AS (
         LIMIT %(limit)s
         FOR UPDATE SKIP LOCKED
     ) AS j
-    WHERE NOT EXISTS (SELECT 1 FROM queues c WHERE c.name = q.name AND c.paused)
-      AND NOT EXISTS (SELECT 1 FROM limits l WHERE l.kind = 'queue' AND l.name = q.name)
     ORDER BY j.priority, j.run_at, j.id
     LIMIT %(limit)s
 )
