@@ -151,3 +151,19 @@ def spin(key: str, release_dir: str) -> str:
         time.sleep(0.02)
     record("end", key)
     return key
+
+
+@registry.actor(queue="held", idempotent=True)
+async def stubborn(key: str) -> str:
+    """Swallows the first cancel and goes on; the next one (after the grace) ends it."""
+    record("start", key)
+    ignored = False
+    while True:
+        try:
+            await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            if ignored:
+                record("cleanup", key)
+                raise
+            ignored = True
+            record("ignored", key)

@@ -194,3 +194,16 @@ async def test_cancel_kills_a_cpu_bound_job_without_charging_a_crash(
     await wait_for_states(client.store, more, {"succeeded"}, timeout=60)
     for worker in workers:
         assert worker.events("process_pool_broken") == []
+
+
+async def test_an_async_job_that_ignores_its_cancel_is_cancelled_again_after_the_grace(
+    client, spawn, ledger
+):
+    job_id = await client.enqueue(actors.stubborn, "g")
+    worker = spawn("--queues", "held", "--max-concurrency", "1")
+    wait_until(lambda: actors.count(ledger, "start") == 1, timeout=60, what="the job to start")
+    assert await client.cancel(job_id) == "requested"
+    (job,) = await wait_for_states(client.store, [job_id], {"cancelled"}, timeout=60)
+    assert [e for e, k in actors.ledger(ledger) if k == "g"] == ["start", "ignored", "cleanup"]
+    assert worker.events("job-cancel-overdue")
+    assert job.attempts == 1
