@@ -2,7 +2,9 @@
 
 They skip, saying how to install what is missing, when there is no Chromium (or no
 ``playwright`` package). Playwright never downloads a browser here: it is pointed at
-the system's ``chromium`` (``TASKQ_CHROMIUM`` overrides the path).
+the system's ``chromium`` (``TASKQ_CHROMIUM`` overrides the path). The browser lives
+for one module: Playwright's sync API keeps an event loop running in this thread while
+it is open, which would stop ``asyncio.run`` in the tests after it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def chromium_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     path = chromium_path()
     if path is None:

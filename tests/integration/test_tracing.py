@@ -20,6 +20,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.util._once import Once
 
 from taskq.client import Client
 from tests.helpers import wait_until
@@ -30,14 +31,20 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def exporter() -> InMemorySpanExporter:
+def exporter() -> Iterator[InMemorySpanExporter]:
+    """The SDK with an in-memory exporter as this process's tracer provider, for this
+    module only: afterwards the global provider is reset (as OpenTelemetry's own tests
+    do), so no later test's jobs get a traceparent."""
     memory = InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
+    provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(memory))
-    return memory
+    trace.set_tracer_provider(provider)
+    try:
+        yield memory
+    finally:
+        provider.shutdown()
+        trace._TRACER_PROVIDER = None
+        trace._TRACER_PROVIDER_SET_ONCE = Once()
 
 
 @pytest.fixture
