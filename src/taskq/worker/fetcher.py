@@ -67,7 +67,12 @@ class Fetcher:
         self.stop_timeout = max(lease, 5.0)
 
     async def start(self) -> None:
-        pass
+        """Open the wake-up channel (Postgres: LISTEN) before the first claim: a job
+        enqueued between that claim and the first wait still wakes the fetcher."""
+        try:
+            await self._store.wait_for_jobs(self._queues, 0.0)
+        except StoreError:
+            pass  # the claim loop backs off through the outage
 
     def stop(self, *, hurry: bool = False) -> None:
         self._stopped.set(hurry=hurry)
