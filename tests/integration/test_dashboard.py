@@ -236,3 +236,53 @@ def test_every_action_form_carries_the_csrf_token(target, jobs) -> None:
             text = web.get(path, headers=auth).text
             fields = re.findall(r'name="csrf" value="([^"]*)"', text)
             assert fields and set(fields) == {cookie}, path
+
+
+def test_workers_page_shows_workgroup_children_as_their_supervisor_reported(target, jobs) -> None:
+    import asyncio
+
+    from taskq.ids import uuid7
+    from taskq.store import create_store
+
+    instance = uuid7()
+    children = [
+        {
+            "name": "api",
+            "pid": 4242,
+            "state": "running",
+            "restarts": 3,
+            "latched": False,
+            "last_exit_cause": "killed by SIGKILL",
+            "last_restart_reason": "child_exit",
+            "queues": ["default"],
+            "uptime_seconds": 12.5,
+        },
+        {
+            "name": "batch",
+            "pid": None,
+            "state": "latched",
+            "restarts": 10,
+            "latched": True,
+            "last_exit_cause": "exited with code 3",
+            "last_restart_reason": "child_exit",
+            "queues": ["reports"],
+            "uptime_seconds": None,
+        },
+    ]
+
+    async def report() -> None:
+        store = create_store(target.dsn, target.schema)
+        await store.open()
+        try:
+            await store.report_workgroup(instance, "host-7", 99, children)
+        finally:
+            await store.close()
+
+    asyncio.run(report())
+    with app_for(target) as web:
+        page = web.get("/workers").text
+    assert f'data-workgroup="{instance}"' in page and "host-7" in page
+    api = page.split('data-child="api"', 1)[1].split("</tr>", 1)[0]
+    assert "4242" in api and ">3<" in api and "killed by SIGKILL" in api
+    batch = page.split('data-child="batch"', 1)[1].split("</tr>", 1)[0]
+    assert "latched" in batch and "exited with code 3" in batch
