@@ -286,3 +286,33 @@ def test_workers_page_shows_workgroup_children_as_their_supervisor_reported(targ
     assert "4242" in api and ">3<" in api and "killed by SIGKILL" in api
     batch = page.split('data-child="batch"', 1)[1].split("</tr>", 1)[0]
     assert "latched" in batch and "exited with code 3" in batch
+
+
+def test_bulk_retry_and_discard_of_dead_letters(target, client) -> None:
+    dead = [client.enqueue(actors.load_report, f"/r{i}.csv") for i in range(4)]
+    other = client.enqueue_with(actors.load_report, ["/p.csv"], queue="pay")
+    drain(client, registry=actors.registry)  # all five dead (2 attempts each)
+    assert {client.get(j).state for j in [*dead, other]} == {"dead"}
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with app_for(target, allow_actions=True, token=TOKEN) as web:
+        token = csrf_of(web.get("/dead", headers=auth).text)
+        selected = web.post(
+            "/actions/discard",
+            data={"id": [str(dead[0]), str(dead[1])], "csrf": token},
+            headers=auth,
+        )
+        assert selected.status_code == 303 and "2+job" in selected.headers["location"]
+        in_queue = web.post(
+            "/actions/discard",
+            data={"all": "dead", "queue": "reports", "csrf": token},
+            headers=auth,
+        )
+        assert "2+job" in in_queue.headers["location"]
+        assert [j.id for j in client.list(state="dead")] == [other]
+        everything = web.post("/actions/retry", data={"all": "dead", "csrf": token}, headers=auth)
+        assert everything.status_code == 303
+    assert client.stats()["dead"] == 0
+    assert client.get(other).state == "queued"  # the only dead job left, re-queued
+    for job_id in dead:
+        with pytest.raises(JobNotFound):
+            client.get(job_id)

@@ -49,6 +49,8 @@ PUMP_DRAIN_TIMEOUT = 5.0
 RESTART_REASONS = ("child_exit", "spawn_failed", "unhealthy")
 #: how often the supervisor reports its children and (when it leads) the backlog
 REPORT_INTERVAL = 5.0
+#: while the store cannot be opened, how often the fleet report tries again
+REPORT_REOPEN_INTERVAL = 60.0
 #: one store call of the rescue path
 STORE_CALL_TIMEOUT = 10.0
 
@@ -79,6 +81,7 @@ class Supervisor:
         report_interval: float = REPORT_INTERVAL,
     ) -> None:
         self._report_interval = report_interval
+        self._next_report_open = 0.0
         self.config = config
         self.instance = instance or uuid7()
         self._on_event = on_event
@@ -249,7 +252,7 @@ class Supervisor:
     def _reporter(self) -> FleetReporter:
         return FleetReporter(
             instance=self.instance,
-            store=self._store_for_rescue,
+            store=self._store_for_report,
             children=lambda: [c.status() for c in self.children],
             queues=[q for c in self.children for q in c.spec.queues],
             interval=self._report_interval,
@@ -314,6 +317,14 @@ class Supervisor:
             return
         self.store = store
         log.info("workgroup.store_opened", dsn=store.display_dsn)
+
+    async def _store_for_report(self) -> Store | None:
+        """The store for the fleet report: opened again at most once a minute while it
+        cannot be (each failed attempt logs a warning)."""
+        if self.store is None and time.monotonic() >= self._next_report_open:
+            self._next_report_open = time.monotonic() + REPORT_REOPEN_INTERVAL
+            await self._open_store(required=False)
+        return self.store
 
     async def _store_for_rescue(self) -> Store | None:
         if self.store is None:
