@@ -19,7 +19,7 @@ from . import __version__, exit_codes, logs
 from .client import AsyncClient, parse_job_id, who
 from .exceptions import ConfigError, InvalidJobState, TaskqError
 from .jobs import ALL_STATES, CancelResult, Job, Limits, QueueInfo, Rate
-from .store.queues import QUEUE
+from .store.queues import ACTOR, QUEUE
 from .worker.config import WORKER_DEFAULTS as _WORKER
 
 T = TypeVar("T")
@@ -150,6 +150,25 @@ def _uuid(text: str) -> Any:
         return UUID(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a UUID, got {text!r}") from None
+
+
+def _limit_options(parser: argparse.ArgumentParser, kind: str) -> None:
+    parser.add_argument("name", help=f"the {kind}")
+    parser.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="at most N of its jobs running at once, across every worker (default: keep)",
+    )
+    parser.add_argument(
+        "--rate",
+        type=_rate,
+        default=None,
+        metavar="N/PERIOD",
+        help="at most N starts in any PERIOD: second, minute or hour (default: keep)",
+    )
+    parser.add_argument("--clear", action="store_true", help=f"remove the {kind}'s limits")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -392,25 +411,24 @@ def build_parser() -> argparse.ArgumentParser:
     queues_sub.add_parser("resume", help="let workers claim from a paused queue").add_argument(
         "name"
     )
-    limit = queues_sub.add_parser(
-        "limit", help="set a queue's fleet-wide limits (the ones not given are kept)"
+    _limit_options(
+        queues_sub.add_parser(
+            "limit", help="set a queue's fleet-wide limits (the ones not given are kept)"
+        ),
+        "queue",
     )
-    limit.add_argument("name")
-    limit.add_argument(
-        "--concurrency",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help="at most N of its jobs running at once, across every worker (default: keep)",
+    actors = sub.add_parser(
+        "actors", help="list the actors workers recorded, with their limits; limit one"
     )
-    limit.add_argument(
-        "--rate",
-        type=_rate,
-        default=None,
-        metavar="N/PERIOD",
-        help="at most N starts in any PERIOD: second, minute or hour (default: keep)",
+    actors.add_argument("--json", action="store_true", help="a JSON array of actor objects")
+    actors_sub = actors.add_subparsers(dest="actors_command", metavar="limit", parser_class=_Parser)
+    _limit_options(
+        actors_sub.add_parser(
+            "limit",
+            help="set an actor's fleet-wide limits, on every queue (the ones not given are kept)",
+        ),
+        "actor",
     )
-    limit.add_argument("--clear", action="store_true", help="remove the queue's limits")
 
     workers = sub.add_parser("workers", help="list registered worker processes")
     workers.add_argument("--json", action="store_true", help="a JSON array of worker rows")
@@ -637,7 +655,7 @@ def cmd_queues(ns: argparse.Namespace) -> int:
         print(f"resumed queue {ns.name}")
         return EXIT_OK
     if sub == "limit":
-        return _limit_queue(ns)
+        return _set_limits(ns, QUEUE)
     rows = _with_client(ns, lambda c: c.queues())
     if ns.json:
         _print_json([r.to_dict() for r in rows])
@@ -646,31 +664,63 @@ def cmd_queues(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _limit_queue(ns: argparse.Namespace) -> int:
+def _set_limits(ns: argparse.Namespace, kind: str) -> int:
     if ns.clear and (ns.concurrency is not None or ns.rate is not None):
         raise ConfigError("give --clear alone, or --concurrency and/or --rate")
     if not ns.clear and ns.concurrency is None and ns.rate is None:
         raise ConfigError("give --concurrency N, --rate N/PERIOD or --clear")
+    setter = "set_queue_limits" if kind == QUEUE else "set_actor_limits"
 
     async def go(client: AsyncClient) -> Limits:
-        if ns.clear:
-            await client.set_queue_limits(ns.name)
-            return Limits()
-        old = (await client.limits()).get((QUEUE, ns.name), Limits())
-        new = Limits(
-            concurrency=old.concurrency if ns.concurrency is None else ns.concurrency,
-            rate=old.rate if ns.rate is None else ns.rate,
-        )
-        await client.set_queue_limits(ns.name, new.concurrency, new.rate)
+        new = Limits()
+        if not ns.clear:
+            old = (await client.limits()).get((kind, ns.name), Limits())
+            new = Limits(
+                concurrency=old.concurrency if ns.concurrency is None else ns.concurrency,
+                rate=old.rate if ns.rate is None else ns.rate,
+            )
+        await getattr(client, setter)(ns.name, new.concurrency, new.rate)
         return new
 
     new = _with_client(ns, go)
     if not new:
-        print(f"queue {ns.name}: no limits")
+        print(f"{kind} {ns.name}: no limits")
     else:
         print(
-            f"queue {ns.name}: concurrency {new.concurrency or 'unlimited'}, "
+            f"{kind} {ns.name}: concurrency {new.concurrency or 'unlimited'}, "
             f"rate {new.rate or 'unlimited'}"
+        )
+    return EXIT_OK
+
+
+def cmd_actors(ns: argparse.Namespace) -> int:
+    if ns.actors_command == "limit":
+        return _set_limits(ns, ACTOR)
+
+    async def go(client: AsyncClient) -> list[dict[str, Any]]:
+        configs = await client.store.actor_configs()
+        limits = {name: v for (kind, name), v in (await client.limits()).items() if kind == ACTOR}
+        return [
+            {
+                "name": name,
+                "queue": configs[name].queue if name in configs else None,
+                "concurrency_limit": limits.get(name, Limits()).concurrency,
+                "rate_limit": str(limits[name].rate)
+                if name in limits and limits[name].rate
+                else None,
+            }
+            for name in sorted(set(configs) | set(limits))
+        ]
+
+    rows = _with_client(ns, go)
+    if ns.json:
+        _print_json(rows)
+        return EXIT_OK
+    print(f"{'actor':<30} {'queue':<20} {'concurrency':>11}  rate")
+    for r in rows:
+        print(
+            f"{r['name'][:30]:<30} {(r['queue'] or '-')[:20]:<20} "
+            f"{r['concurrency_limit'] or '-':>11}  {r['rate_limit'] or '-'}"
         )
     return EXIT_OK
 
@@ -774,6 +824,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "enqueue": cmd_enqueue,
     "jobs": cmd_jobs,
     "queues": cmd_queues,
+    "actors": cmd_actors,
     "workers": cmd_workers,
     "schedules": cmd_schedules,
     "demo": cmd_demo,

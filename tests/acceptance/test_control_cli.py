@@ -84,3 +84,21 @@ def test_jobs_cancel_reports_each_job_and_exits_by_what_happened(migrated):
     unknown = taskq(t, "jobs", "cancel", "018f0000-0000-7000-8000-000000000000", check=False)
     assert_one_line_error(unknown, "no job with id")
     assert unknown.returncode == 1
+
+
+def test_actors_limit_sets_and_lists_an_actors_limits(migrated):
+    t = migrated
+    out = taskq(t, "actors", "limit", "charge_card", "--concurrency", "2").stdout
+    assert out.strip() == "actor charge_card: concurrency 2, rate unlimited"
+    taskq(t, "actors", "limit", "charge_card", "--rate", "5/second")  # keeps the concurrency
+    (row,) = json.loads(taskq(t, "actors", "--json").stdout)
+    assert row == {
+        "name": "charge_card",
+        "queue": None,  # no worker has recorded it yet
+        "concurrency_limit": 2,
+        "rate_limit": "5/second",
+    }
+    assert "charge_card" in taskq(t, "actors").stdout
+    taskq(t, "actors", "limit", "charge_card", "--clear")
+    assert json.loads(taskq(t, "actors", "--json").stdout) == []
+    assert_one_line_error(taskq(t, "actors", "limit", "charge_card", check=False), "give")
