@@ -11,7 +11,7 @@ ADAPTER = Adapter(
     dist="taskq",
     script="taskq_bench.py",
     backend="postgres",
-    defaults="taskq worker defaults: --max-concurrency 10, heartbeat 2 s, lease 10 s; "
+    defaults="taskq worker defaults: --max-concurrency 64 (all-async registry), heartbeat 2 s, lease 10 s; "
     "AsyncClient.enqueue_many / enqueue",
 )
 

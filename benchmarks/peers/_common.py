@@ -280,6 +280,7 @@ def drain(peer: Peer, args: argparse.Namespace) -> dict:
     events.unlink(missing_ok=True)
     log = peer.workdir / "drain-worker.log"
     env = {EVENTS_ENV: str(events), EXPECT_ENV: str(args.n), **peer.worker_env()}
+    spawned = time.time()
     proc = spawn(peer.worker_cmd(args), env, log)
     try:
         try:
@@ -304,6 +305,8 @@ def drain(peer: Peer, args: argparse.Namespace) -> dict:
         "seconds": done - first,
         "jobs_per_s": args.n / (done - first),
         "ack_tail_ms": (done - last_body) * 1000.0,
+        "startup_ms": (first - spawned) * 1000.0,  # process start -> first job body
+        "jobs_per_s_with_startup": args.n / (done - spawned),
     }
 
 

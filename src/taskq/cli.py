@@ -201,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=_WORKER.max_concurrency,
         metavar="N",
-        help="jobs run at once by this worker",
+        help="jobs run at once by this worker (default: 64 when every actor is async, else 10)",
     )
     w.add_argument(
         "--poll-interval",

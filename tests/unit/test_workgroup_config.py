@@ -63,7 +63,7 @@ def test_defaults_without_any_optional_table() -> None:
         sup.burst_window,
     ) == (100.0, 0.5, 30.0, 2.0, 10, 60.0)
     assert sup.health_pg_dsn is None and sup.health_pg_schema is None and sup.http_port is None
-    assert worker.queues == ("default",) and worker.max_concurrency == 10
+    assert worker.queues == ("default",) and worker.max_concurrency is None  # the worker picks
     assert worker.poll_interval == 1.0 and worker.worker_group == "default"
     assert not worker.force_update_actor_config
     h = worker.health

@@ -7,14 +7,32 @@ theirs from ``WORKER_DEFAULTS``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from uuid import UUID
+
+if TYPE_CHECKING:
+    from ..registry import Registry
+
+#: ``--max-concurrency`` when not given: consumers of a registry whose actors are all
+#: ``async`` (an idle consumer is one coroutine waiting on a queue: it costs nothing, and
+#: each claim round trip brings up to this many jobs), and of any other registry (sync
+#: actors each take a thread while they run).
+DEFAULT_ASYNC_CONCURRENCY = 64
+DEFAULT_CONCURRENCY = 10
+
+
+def default_concurrency(registry: Registry) -> int:
+    """What ``max_concurrency=None`` means for this registry."""
+    if all(actor.is_async and not actor.cpu_bound for actor in registry):
+        return DEFAULT_ASYNC_CONCURRENCY
+    return DEFAULT_CONCURRENCY
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
     actors: str  # MODULE:ATTR of a taskq.Registry
     queues: tuple[str, ...] = ()  # empty: every queue the registry's actors use
-    max_concurrency: int = 10
+    max_concurrency: int | None = None  # None: default_concurrency(registry)
     poll_interval: float = 1.0  # fallback poll when no NOTIFY arrives
     worker_group: str = "default"  # logged as `group` in worker-started
     worker_label: str | None = None

@@ -54,7 +54,7 @@ from ..store import Store, create_store
 from .acker import Acker
 from .buffer import JobBuffer
 from .cancels import Cancels, CancelWatcher
-from .config import WorkerConfig
+from .config import WorkerConfig, default_concurrency
 from .consumer import Consumer, RunningJob
 from .cpu_runner import CpuRunner
 from .fetcher import Fetcher
@@ -77,7 +77,7 @@ MAX_ACK_BACKLOG = 1000
 
 
 def validate(config: WorkerConfig) -> None:
-    if config.max_concurrency < 1:
+    if config.max_concurrency is not None and config.max_concurrency < 1:
         raise ConfigError("max_concurrency must be >= 1")
     if config.heartbeat_interval <= 0 or config.lease <= 0:
         raise ConfigError("heartbeat interval and lease must be positive")
@@ -121,6 +121,7 @@ class Worker:
         self.heartbeat: Heartbeat | None = None
         self.fetcher: Fetcher | None = None
         self.queues: list[str] = []
+        self.concurrency = config.max_concurrency or 0  # resolved against the registry in run()
         self._owned: set[asyncio.Task[Any]] = set()
         self._reload_lock: asyncio.Lock | None = None
 
@@ -214,6 +215,7 @@ class Worker:
         if not len(registry):
             raise ConfigError(f"the registry {config.actors!r} has no actors")
         middleware = self._middleware + load_middleware(config.middleware)
+        self.concurrency = config.max_concurrency or default_concurrency(registry)
         self.queues = list(config.queues) or sorted(registry.queues)
         idle = sorted(set(self.queues) - registry.queues)
         if idle:
@@ -273,7 +275,7 @@ class Worker:
             registry, threads, cpu, config.result_max_bytes, cancels=cancels, solo=solo
         )
         chain = MiddlewareChain(middleware)
-        buffer = JobBuffer(config.max_concurrency, config.prefetch)
+        buffer = JobBuffer(self.concurrency, config.prefetch)
         acker = self.acker = Acker(store, self.id)
         heartbeat = self.heartbeat = Heartbeat(
             hb_store, info, interval=config.heartbeat_interval, lease=config.lease
@@ -292,7 +294,7 @@ class Worker:
             )
 
         supervisor = self.supervisor = TaskSupervisor(
-            config.max_concurrency,
+            self.concurrency,
             spawn,
             grace=config.shutdown_grace,
             policy=self._restart_policy,
@@ -356,7 +358,7 @@ class Worker:
                 worker=str(self.id),
                 pid=os.getpid(),
                 queues=self.queues,
-                concurrency=self.config.max_concurrency,
+                concurrency=self.concurrency,
                 label=self.config.worker_label,
                 group=self.config.worker_group,
                 store=store.display_dsn,

@@ -38,7 +38,7 @@ _QUEUE = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
 
 #: the ``taskq worker`` defaults a worker inherits when neither it nor [defaults] says.
 BUILTIN_POLL_INTERVAL = WORKER_DEFAULTS.poll_interval
-BUILTIN_MAX_CONCURRENCY = WORKER_DEFAULTS.max_concurrency
+BUILTIN_MAX_CONCURRENCY = WORKER_DEFAULTS.max_concurrency  # None: the worker's own default
 BUILTIN_WORKER_GROUP = WORKER_DEFAULTS.worker_group
 BUILTIN_QUEUES = ("default",)
 
@@ -65,7 +65,7 @@ class WorkerSpec:
 
     name: str
     queues: tuple[str, ...]
-    max_concurrency: int
+    max_concurrency: int | None  # None: the worker's default for its registry
     poll_interval: float
     worker_group: str
     force_update_actor_config: bool
@@ -212,6 +212,15 @@ def _integer(
     return value
 
 
+def _concurrency(
+    table: dict[str, Any], default: int | None, where: str, errors: _Errors
+) -> int | None:
+    """``max_concurrency``: an integer >= 1, or the inherited value (None: the worker's own)."""
+    if "max_concurrency" not in table:
+        return default
+    return _integer(table, "max_concurrency", 1, where, errors, minimum=1)
+
+
 def _boolean(table: dict[str, Any], key: str, default: bool, where: str, errors: _Errors) -> bool:
     if key not in table:
         return default
@@ -345,7 +354,7 @@ def _parse_health(entry: dict[str, Any], where: str, errors: _Errors) -> HealthC
 @dataclass(frozen=True, slots=True)
 class _Inherited:
     poll_interval: float
-    max_concurrency: int
+    max_concurrency: int | None  # None: the worker's default for its registry
     worker_group: str
     queues: tuple[str, ...]
 
@@ -358,9 +367,7 @@ def _parse_defaults(doc: dict[str, Any], errors: _Errors) -> _Inherited:
         poll_interval=_number(
             table, "poll_interval", BUILTIN_POLL_INTERVAL, where, errors, minimum=0.0, strict=True
         ),
-        max_concurrency=_integer(
-            table, "max_concurrency", BUILTIN_MAX_CONCURRENCY, where, errors, minimum=1
-        ),
+        max_concurrency=_concurrency(table, BUILTIN_MAX_CONCURRENCY, where, errors),
         worker_group=_string(table, "worker_group", BUILTIN_WORKER_GROUP, where, errors)
         or BUILTIN_WORKER_GROUP,
         queues=_queues(table, BUILTIN_QUEUES, where, errors),
@@ -390,9 +397,7 @@ def _parse_worker(index: int, entry: Any, defaults: _Inherited, errors: _Errors)
     return WorkerSpec(
         name=name,
         queues=_queues(entry, defaults.queues, where, errors),
-        max_concurrency=_integer(
-            entry, "max_concurrency", defaults.max_concurrency, where, errors, minimum=1
-        ),
+        max_concurrency=_concurrency(entry, defaults.max_concurrency, where, errors),
         poll_interval=_number(
             entry, "poll_interval", defaults.poll_interval, where, errors, minimum=0.0, strict=True
         ),

@@ -88,7 +88,8 @@ def summarise(config: WorkgroupConfig, registry: Registry | None) -> list[str]:
             else "health off"
         )
         lines.append(
-            f"    {w.name}: queues={','.join(w.queues)} max_concurrency={w.max_concurrency} "
+            f"    {w.name}: queues={','.join(w.queues)} "
+            f"max_concurrency={w.max_concurrency or 'default'} "
             f"poll_interval={w.poll_interval:g}s worker_group={w.worker_group} "
             f"heartbeat={w.heartbeat_interval:g}s"
             + (" force_update_actor_config" if w.force_update_actor_config else "")

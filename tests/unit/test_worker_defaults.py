@@ -1,0 +1,65 @@
+"""The worker's default concurrency follows the registry: many consumers when every actor
+is async, few when sync or cpu_bound actors take a thread or a process each."""
+
+from __future__ import annotations
+
+import uuid
+
+import taskq
+from taskq.worker.config import (
+    DEFAULT_ASYNC_CONCURRENCY,
+    DEFAULT_CONCURRENCY,
+    WorkerConfig,
+    default_concurrency,
+)
+from taskq.workgroup.child import build_command
+from taskq.workgroup.config import parse_config
+
+
+def _registry(*kinds: str) -> taskq.Registry:
+    registry = taskq.Registry()
+    for i, kind in enumerate(kinds):
+        if kind == "async":
+
+            async def a(x: int) -> None:
+                return None
+
+            registry.actor(name=f"a{i}")(a)
+        elif kind == "sync":
+
+            def s(x: int) -> None:
+                return None
+
+            registry.actor(name=f"s{i}")(s)
+        else:
+
+            def c(x: int) -> None:
+                return None
+
+            registry.actor(name=f"c{i}", cpu_bound=True)(c)
+    return registry
+
+
+def test_every_actor_async_gets_the_async_default() -> None:
+    assert DEFAULT_ASYNC_CONCURRENCY > DEFAULT_CONCURRENCY
+    assert default_concurrency(_registry("async", "async")) == DEFAULT_ASYNC_CONCURRENCY
+
+
+def test_a_sync_or_cpu_bound_actor_keeps_the_small_default() -> None:
+    assert default_concurrency(_registry("async", "sync")) == DEFAULT_CONCURRENCY
+    assert default_concurrency(_registry("async", "cpu")) == DEFAULT_CONCURRENCY
+
+
+def test_the_config_leaves_it_to_the_registry_unless_given() -> None:
+    assert WorkerConfig(actors="m:r").max_concurrency is None
+
+
+def test_a_workgroup_child_without_max_concurrency_passes_no_flag() -> None:
+    doc = {"actors": "m:r", "workers": [{"name": "x"}, {"name": "y", "max_concurrency": 3}]}
+    config = parse_config(doc)
+    x, y = (
+        build_command(w, actors="m:r", instance=uuid.uuid4(), supervisor=config.supervisor)
+        for w in config.workers
+    )
+    assert "--max-concurrency" not in x.argv
+    assert y.argv[y.argv.index("--max-concurrency") + 1] == "3"
