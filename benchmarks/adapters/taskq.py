@@ -11,8 +11,8 @@ ADAPTER = Adapter(
     dist="taskq",
     script="taskq_bench.py",
     backend="postgres",
-    defaults="taskq worker defaults: --max-concurrency 64 (all-async registry), heartbeat 2 s, lease 10 s; "
-    "AsyncClient.enqueue_many / enqueue",
+    defaults="taskq worker defaults: --max-concurrency 64 (all-async registry), "
+    "heartbeat 2 s, lease 10 s; AsyncClient.enqueue_many / enqueue",
 )
 
 SQLITE_ADAPTER = Adapter(

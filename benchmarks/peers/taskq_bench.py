@@ -3,9 +3,9 @@ the pgbench ceiling). Runs with the project's interpreter (the harness passes
 ``sys.executable``), never in a peer's venv.
 
 The worker is the real ``taskq worker`` command (``python -m taskq worker``) with its
-defaults (``--max-concurrency``: 64 for its all-async registry, 2 s heartbeat, 10 s lease); "at 32" passes
-``--max-concurrency 32``. Producers use ``taskq.AsyncClient``: ``enqueue_many`` for
-batches, ``enqueue`` one at a time. ``--dsn sqlite:///...`` runs the same scenarios on
+defaults (``--max-concurrency``: 64 for its all-async registry, 2 s heartbeat, 10 s
+lease); "at 32" passes ``--max-concurrency 32``. Producers use ``taskq.AsyncClient``:
+``enqueue_many`` for batches, ``enqueue`` one at a time. ``--dsn sqlite:///...`` runs the same scenarios on
 the SQLite store (scenario f).
 """
 
