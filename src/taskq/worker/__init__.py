@@ -17,7 +17,7 @@ it (signals, parent watch, exit codes). One idea per module:
 * ``lag``         event-loop lag monitor
 * ``health``      ``/live`` ``/ready`` ``/metrics``
 * ``signals``     SIGTERM/SIGINT/SIGHUP, parent death
-* ``middleware``  ``before_job`` / ``after_job`` hooks
+* ``middleware``  runs the ``taskq.Middleware`` hooks; a hook that raises is logged, never fatal
 * ``outage``      back off on a dead store, log once per outage
 """
 
