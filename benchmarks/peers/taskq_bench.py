@@ -5,8 +5,8 @@ the pgbench ceiling). Runs with the project's interpreter (the harness passes
 The worker is the real ``taskq worker`` command (``python -m taskq worker``) with its
 defaults (``--max-concurrency``: 64 for its all-async registry, 2 s heartbeat, 10 s
 lease); "at 32" passes ``--max-concurrency 32``. Producers use ``taskq.AsyncClient``:
-``enqueue_many`` for batches, ``enqueue`` one at a time. ``--dsn sqlite:///...`` runs the same scenarios on
-the SQLite store (scenario f).
+``enqueue_many`` for batches, ``enqueue`` one at a time. ``--dsn sqlite:///...`` runs
+the same scenarios on the SQLite store (scenario f).
 """
 
 from __future__ import annotations
