@@ -646,28 +646,34 @@ class SqliteStore(SqliteInsight):
         return rescued
 
     def _complete(self, worker_id: str, outcomes: Sequence[Outcome]) -> int:
+        """The batch's outcomes in one finish_runs statement, then its crashes. A second
+        outcome for the same run could only fail its fence after the first: it is dropped
+        here (one UPDATE ... FROM would apply an arbitrary one of the two)."""
         now = time.time()
-        changed = 0
         crashes = []
+        finished: dict[tuple[UUID, int], list[Any]] = {}
         for o in outcomes:
             if o.kind == OutcomeKind.CRASHED:
                 crashes.append((str(o.job_id), o.attempt, worker_id, o.error, o.blamed))
-                continue
-            changed += self._db.execute(
-                Q["finish_run"],
-                {
-                    "id": str(o.job_id),
-                    "attempt": o.attempt,
-                    "worker_id": worker_id,
-                    "kind": str(o.kind),
-                    "result": o.result_json,
-                    "error": o.error,
-                    "delay": float(o.retry_delay),
-                    "reason": o.dead_reason,
-                    "meta": o.meta_json,
-                    "now": now,
-                },
-            ).rowcount
+            elif (o.job_id, o.attempt) not in finished:
+                finished[(o.job_id, o.attempt)] = [
+                    str(o.job_id),
+                    o.attempt,
+                    str(o.kind),
+                    o.result_json,
+                    o.error,
+                    float(o.retry_delay),
+                    o.dead_reason,
+                    o.meta_json,
+                ]
+        changed = 0
+        if finished:
+            params = {
+                "outcomes": json.dumps(list(finished.values())),
+                "worker_id": worker_id,
+                "now": now,
+            }
+            changed = self._db.execute(Q["finish_runs"], params).rowcount
         return changed + len(self._crash(crashes, now, shared=False))
 
     async def complete(self, worker_id: UUID, outcomes: Sequence[Outcome]) -> int:

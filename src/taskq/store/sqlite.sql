@@ -405,7 +405,7 @@ late = (jobs.state <> 'running')
 
 -- fragment: run_fence
 -- description: Only the run the caller holds: same id, attempt and worker, still running.
-jobs.id = v.id AND jobs.attempt = :attempt AND jobs.worker_id = :worker_id
+jobs.id = v.id AND jobs.attempt = v.attempt AND jobs.worker_id = v.worker_id
   AND jobs.state = 'running'
 
 -- fragment: lost_run
@@ -414,26 +414,34 @@ jobs.id = v.id AND jobs.attempt = :attempt AND jobs.worker_id = :worker_id
 -- attempt): re-queued and not claimed, or dead by the crash rules. An outcome of that
 -- run (not a crash) is still recorded, late (docs/jobs.md, "Late outcomes") -- unless
 -- another job holds the row's unique key now: the late write would collide with it.
-jobs.id = v.id AND jobs.attempt = :attempt AND jobs.lost_worker_id = :worker_id
+jobs.id = v.id AND jobs.attempt = v.attempt AND jobs.lost_worker_id = v.worker_id
   AND (jobs.state = 'queued' OR (jobs.state = 'dead' AND jobs.dead_reason IN ('crashed', 'poison')))
   AND (jobs.unique_key IS NULL OR NOT EXISTS (
       SELECT 1 FROM jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
         AND instr(h.unique_states, ',' || h.state || ',') > 0))
 
--- name: finish_run
--- description: Write one outcome that is not a crash (succeeded/retry/snoozed/dead/cancelled), fenced.
--- Its meta (the job's whole meta, when the run changed it) is saved with it.
+-- name: finish_runs
+-- description: Write a batch of outcomes that are not crashes (succeeded/retry/snoozed/dead/
+-- cancelled), each fenced, in one statement. :outcomes is a JSON array of
+-- [id, attempt, kind, result, error, delay, reason, meta] (no two with the same id and
+-- attempt); one statement for the batch instead of one per outcome (the per-outcome
+-- statements cost the drain 1.6x in complete time, docs/benchmarks.md).
+-- An outcome's meta (the job's whole meta, when the run changed it) is saved with it.
 -- A late outcome (its run already ended by the crash rules) is still written: lost_run.
 UPDATE jobs
 SET {{end_run}},
-    meta = coalesce(:meta, jobs.meta)
-FROM (SELECT :id AS id, :worker_id AS worker_id, :kind AS kind, :result AS result,
-             :error AS error, :delay AS delay, 0 AS blamed, 0 AS shared,
-             CASE :kind WHEN 'retry' THEN 'queued' WHEN 'snoozed' THEN 'queued' ELSE :kind END
-                 AS next_state,
-             CASE :kind WHEN 'dead' THEN coalesce(:reason, 'failed') END AS next_reason) AS v
+    meta = coalesce(v.meta, jobs.meta)
+FROM (SELECT o.*, :worker_id AS worker_id, 0 AS blamed, 0 AS shared,
+             CASE o.kind WHEN 'retry' THEN 'queued' WHEN 'snoozed' THEN 'queued'
+                         ELSE o.kind END AS next_state,
+             CASE o.kind WHEN 'dead' THEN coalesce(o.reason, 'failed') END AS next_reason
+      FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS attempt,
+                   json_extract(value, '$[2]') AS kind, json_extract(value, '$[3]') AS result,
+                   json_extract(value, '$[4]') AS error, json_extract(value, '$[5]') AS delay,
+                   json_extract(value, '$[6]') AS reason, json_extract(value, '$[7]') AS meta
+            FROM json_each(:outcomes)) AS o) AS v
 WHERE ({{run_fence}})
-   OR (:kind IN ('succeeded', 'retry', 'dead') AND {{lost_run}});
+   OR (v.kind IN ('succeeded', 'retry', 'dead') AND {{lost_run}});
 
 -- name: crash_run
 -- description: The crash rules on one run, fenced: requeue, dead/crashed or dead/poison.
@@ -444,7 +452,8 @@ WHERE ({{run_fence}})
 -- make it poison too, so an unreadable cause cannot loop.
 UPDATE jobs
 SET {{end_run}}
-FROM (SELECT id, :worker_id AS worker_id, 'crashed' AS kind, NULL AS result,
+FROM (SELECT id, :attempt AS attempt, :worker_id AS worker_id, 'crashed' AS kind,
+             NULL AS result,
              :error AS error, 0.0 AS delay, :blamed AS blamed, :shared AS shared,
              CASE rule WHEN 'queued' THEN 'queued' ELSE 'dead' END AS next_state,
              nullif(rule, 'queued') AS next_reason
