@@ -41,3 +41,19 @@ def test_a_workgroup_child_exit():
     for own in exit_codes.WORKER_OWN:  # the worker's own decisions
         assert not _blames_job(own, None)
     assert _blames_job(-signal.SIGKILL, "health check failed 3 times")  # killed for a hang
+
+
+def test_an_oom_killed_workgroup_child_blames_its_jobs():
+    assert _blames_job(-signal.SIGKILL, None, oom_kill=True)
+
+
+def test_the_kernel_log_names_the_pids_the_oom_killer_killed():
+    from taskq.workgroup.oom import killed_pids
+
+    log = (
+        "[ 12.3] Out of memory: Killed process 4242 (python) total-vm:1024kB\n"
+        "[ 14.1] Memory cgroup out of memory: Killed process 77 (taskq) anon-rss:9kB\n"
+        "[ 15.0] oom_reaper: reaped process 4242 (python), now anon-rss:0kB\n"
+    )
+    assert killed_pids(log) == {4242, 77}
+    assert killed_pids("nothing here") == set()

@@ -30,7 +30,7 @@ from ..logs import get_logger
 from ..restart import Recovered, RestartPolicy
 from ..settings import HEALTH_DSN_ENV, env_dsn, env_setting
 from ..store import Store, create_store
-from . import health
+from . import health, oom
 from .child import PIPE_LIMIT, Child, ChildState, build_command, describe_exit, exit_fields
 from .config import WorkgroupConfig
 from .http import StatusServer
@@ -470,6 +470,11 @@ class Supervisor:
             await self._drain_pumps(name, pumps)
         self._refresh_gauges()
         cause = describe_exit(returncode)
+        oom_kill = False
+        if returncode == -signal.SIGKILL and unhealthy is None:
+            oom_kill = await asyncio.to_thread(oom.oom_killed, pid)
+            if oom_kill:
+                cause += " (OOM kill: named in the kernel log)"
         if unhealthy is not None:
             cause = f"unhealthy ({unhealthy}); {cause}"
         child.last_exit_cause = cause
@@ -482,7 +487,7 @@ class Supervisor:
             **exit_fields(returncode),
         )
         self._emit("child_exited", name, pid=pid, exit_cause=cause, returncode=returncode)
-        await self._rescue(child, pid, cause, blamed=_blames_job(returncode, unhealthy))
+        await self._rescue(child, pid, cause, blamed=_blames_job(returncode, unhealthy, oom_kill))
         return reason, cause
 
     def _watch_result(self, watcher: asyncio.Task[str]) -> str:
@@ -613,11 +618,11 @@ class Supervisor:
                 child.kill_group()
 
 
-def _blames_job(returncode: int, unhealthy: str | None) -> bool:
+def _blames_job(returncode: int, unhealthy: str | None, oom_kill: bool = False) -> bool:
     """Does a child worker's death point at the jobs it ran? A kill by this supervisor for
-    a hang (failed health checks) does; so do fatal signals from inside and exit codes
-    other than the worker's own (taskq.exit_codes.WORKER_OWN); an outside SIGKILL/SIGTERM does
-    not."""
+    a hang (failed health checks) does; so do fatal signals from inside, exit codes other
+    than the worker's own (taskq.exit_codes.WORKER_OWN) and an OOM kill the kernel log
+    names; an outside SIGKILL/SIGTERM does not."""
     signal_name: str | None = None
     if returncode < 0:
         try:
@@ -627,6 +632,7 @@ def _blames_job(returncode: int, unhealthy: str | None) -> bool:
     return blames_job(
         exit_signal=signal_name,
         exit_code=returncode if returncode >= 0 else None,
+        oom_kill=oom_kill,
         killed_for_hang=unhealthy is not None,
         own_exit_codes=exit_codes.WORKER_OWN,
     )
