@@ -52,7 +52,7 @@ from ..settings import redact, validate_schema
 from .drift import config_differences
 from .enqueue import jobs_table, needs_full, pg_statements, pg_steps, run_async, stage_row
 from .postgres_insight import PostgresInsight
-from .queues import count_full, limits_from_row, overview
+from .queues import LIMITS_TTL, count_full, limits_from_row, overview
 from .rows import Codec
 from .sqlfile import load_migrations, load_queries
 
@@ -64,7 +64,6 @@ MIGRATIONS = load_migrations("postgres")
 CONNECT_TIMEOUT = 5.0  # seconds, unless the DSN sets connect_timeout
 CHECKOUT_TIMEOUT = 10.0  # waiting for a pooled connection before StoreUnavailable
 COPY_THRESHOLD = 100  # batches this big go by COPY (one stream), smaller by one INSERT
-LIMITS_TTL = 1.0  # seconds a claimer trusts its "no limits apply" (limits never race: see claim)
 _MISSING_SCHEMA = (
     pg_errors.UndefinedTable,
     pg_errors.InvalidSchemaName,

@@ -15,6 +15,10 @@ from ..jobs import ALL_STATES, Limits, QueueInfo, Rate
 from .rows import Codec, Row
 
 QUEUE, ACTOR = "queue", "actor"
+# Seconds a claimer trusts its "no limit applies": the plain claim statements skip
+# limited queues and actors themselves, so a stale "no" only delays a newly limited
+# queue's jobs (to the limited claim); it never lets a limit be exceeded.
+LIMITS_TTL = 1.0
 
 
 def count_full(waits: dict[tuple[str, str], int], full: Iterable[str]) -> None:

@@ -47,7 +47,7 @@ from ..logs import get_logger
 from ..settings import sqlite_path
 from .drift import config_differences
 from .enqueue import sqlite_enqueue
-from .queues import ACTOR, QUEUE, count_full, limits_from_row, overview
+from .queues import ACTOR, LIMITS_TTL, QUEUE, count_full, limits_from_row, overview
 from .rows import Codec
 from .sqlfile import load_migrations, load_queries
 from .sqlite_insight import SqliteInsight
@@ -144,6 +144,8 @@ class SqliteStore(SqliteInsight):
         # claims that found a limit full, by (kind, name), until take_limit_waits()
         self.limit_waits: dict[tuple[str, str], int] = {}
         self._claim_marker: tuple[int, int] | None = None
+        # (monotonic time, found) of the last limits_exist per claim's queues (store thread)
+        self._limits_seen: dict[str, tuple[float, bool]] = {}
 
     def _set_path(self, path: str) -> None:
         self.path = path
@@ -515,10 +517,21 @@ class SqliteStore(SqliteInsight):
     def _claim_rows(self, params: dict[str, Any]) -> list[Any]:
         """Inside the claim's BEGIN IMMEDIATE: no other writer runs until it commits, so
         the limits read here cannot race another claim."""
-        db = self._db
-        if not db.execute(Q["limits_exist"], params).fetchone()["found"]:
-            return db.execute(Q["claim"], params).fetchall()
+        if not self._limits_apply(params["queues"]):
+            return self._db.execute(Q["claim"], params).fetchall()
         return self._claim_limited(params)
+
+    def _limits_apply(self, queues: str) -> bool:
+        """Whether a limit covers these queues (JSON) or any actor, as seen at most
+        LIMITS_TTL ago: one statement fewer per claim. The claim statement skips limited
+        queues and actors itself, so a stale "no" never lets a limit be exceeded."""
+        now = time.monotonic()
+        seen = self._limits_seen.get(queues)
+        if seen is not None and now - seen[0] < LIMITS_TTL:
+            return seen[1]
+        found = bool(self._db.execute(Q["limits_exist"], {"queues": queues}).fetchone()["found"])
+        self._limits_seen[queues] = (now, found)
+        return found
 
     def _claim_limited(self, params: dict[str, Any]) -> list[Any]:
         """Each queue and actor gets at most its room: min(concurrency - running, rate -
@@ -596,6 +609,7 @@ class SqliteStore(SqliteInsight):
         await self._run(self._write, self._db.execute, Q["pause_queue"], params)
 
     def _set_limits(self, kind: str, name: str, limits: Limits) -> None:
+        self._limits_seen.clear()
         params: dict[str, Any] = {"kind": kind, "name": name, "now": time.time()}
         if not limits:
             self._db.execute(Q["clear_limits"], params)
