@@ -184,6 +184,7 @@ def test_every_page_then_retry_a_dead_job_and_pause_a_queue(browser, site, shots
         page.goto(url + "/queues")
         page.click('tr[data-queue="reports"] button:has-text("Pause")')
         page.wait_for_selector('tr[data-queue="reports"] td[data-col="paused"] .bad')
+        assert page.locator('tr[data-queue="default"]').count() == 1  # only finished jobs
         assert "alice" in page.inner_text('tr[data-queue="reports"] td[data-col="paused"]')
         page.screenshot(path=str(shots / "dashboard-queues.png"), full_page=True)
     finally:

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from ..insight import JobFilter
-from ..jobs import ALL_STATES
+from ..jobs import ALL_STATES, QueueInfo
 from ..store import Store
 from .security import visible_arguments
 
@@ -144,5 +144,14 @@ async def workers(request: Request) -> Response:
 
 
 async def queues(request: Request) -> Response:
-    infos = await _store(request).queue_infos()
+    store = _store(request)
+    infos = await store.queue_infos()
+    known = {q.name for q in infos}
+    recent = await store.queue_activity(datetime.now(UTC) - timedelta(hours=1))
+    infos += [  # queues that only finished jobs lately: listed, so they can be paused
+        QueueInfo(a.queue, dict.fromkeys(ALL_STATES, 0), None)
+        for a in recent
+        if a.queue not in known
+    ]
+    infos.sort(key=lambda q: q.name)
     return _render(request, "queues.html", queues=infos, page="queues")
