@@ -110,6 +110,8 @@ class Job:
     tags: list[str] = field(default_factory=list)
     unique_key: str | None = None
     late: bool = False  # the outcome arrived after the crash rules had ended its run
+    blamed_crashes: int = 0  # deaths whose cause pointed at the job (taskq.blame)
+    unproven_crashes: int = 0  # deaths that blamed no job, or were shared with others
 
     @property
     def cancel_requested(self) -> bool:

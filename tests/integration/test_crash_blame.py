@@ -80,6 +80,7 @@ async def kill_twice(store, target, tmp_path: Path, cgroup, *, oom: bool):
 async def test_a_job_whose_process_is_oom_killed_twice_is_poison(store, target, tmp_path, cgroup):
     job = await kill_twice(store, target, tmp_path, cgroup, oom=True)
     assert (job.state, job.dead_reason, job.crash_count) == ("dead", "poison", 2)
+    assert (job.blamed_crashes, job.unproven_crashes) == (2, 0)
     assert "OOM kill" in job.last_error
 
 
@@ -88,6 +89,7 @@ async def test_a_job_whose_process_is_sigkilled_from_outside_twice_is_not_poison
 ):
     job = await kill_twice(store, target, tmp_path, cgroup, oom=False)
     assert (job.state, job.dead_reason, job.crash_count) == ("queued", None, 2)
+    assert (job.blamed_crashes, job.unproven_crashes) == (0, 2)
     assert "killed by SIGKILL" in job.last_error and "OOM" not in job.last_error
 
 

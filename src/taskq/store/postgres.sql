@@ -159,7 +159,8 @@ SELECT current_database() AS db, current_setting('port') AS port,
 id, actor, queue, args::text, kwargs::text, priority, state, attempt, max_attempts,
 crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
 worker_id, lease_expires_at, last_error, dead_reason, result::text AS result,
-snooze_count, cancelled_at, cancelled_by, meta::text AS meta, tags, unique_key, late
+snooze_count, cancelled_at, cancelled_by, meta::text AS meta, tags, unique_key, late,
+blamed_crashes, unproven_crashes
 
 -- name: get_job
 -- description: One job by id.

@@ -68,6 +68,8 @@ class Codec:
             tags=[] if r["tags"] is None else self.texts(r["tags"]),
             unique_key=r["unique_key"],
             late=bool(r["late"]),
+            blamed_crashes=r["blamed_crashes"],
+            unproven_crashes=r["unproven_crashes"],
         )
 
     def claimed(self, rows: Iterable[Row]) -> list[ClaimedJob]:

@@ -80,7 +80,8 @@ SELECT file FROM pragma_database_list WHERE name = 'main';
 id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
 crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
 worker_id, lease_expires_at, last_error, dead_reason, result, snooze_count,
-cancelled_at, cancelled_by, meta, tags, unique_key, late
+cancelled_at, cancelled_by, meta, tags, unique_key, late,
+blamed_crashes, unproven_crashes
 
 -- name: get_job
 -- description: One job by id.
