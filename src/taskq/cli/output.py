@@ -1,0 +1,49 @@
+"""What the ``taskq`` command prints: JSON, fixed-width tables, and the one ``taskq: ...``
+error line on stderr; and the store client each command runs against."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from .. import exit_codes
+from ..client import AsyncClient
+
+T = TypeVar("T")
+
+EXIT_OK = exit_codes.OK
+EXIT_ERROR = exit_codes.ERROR
+EXIT_USAGE = exit_codes.USAGE
+EXIT_BROKEN_PIPE = exit_codes.BROKEN_PIPE
+EXIT_FINISHED = exit_codes.ALREADY_FINISHED
+
+
+def with_client(ns: argparse.Namespace, action: Callable[[AsyncClient], Awaitable[T]]) -> T:
+    """Run ``action`` against a client for ``--dsn``/``--schema``, closed afterwards."""
+
+    async def go() -> T:
+        async with AsyncClient(ns.dsn, schema=ns.schema) as client:
+            return await action(client)
+
+    return asyncio.run(go())
+
+
+def error(message: object) -> None:
+    """The one line a user mistake gets, on stderr."""
+    print(f"taskq: {message}", file=sys.stderr)
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, default=str))
+
+
+def print_table(row: str, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """``row`` is a format string with one ``{}`` field a column (``{:<20.20}`` pads and
+    cuts a text column to 20); the header and every row are printed through it."""
+    print(row.format(*header))
+    for values in rows:
+        print(row.format(*values))
