@@ -64,7 +64,10 @@ class JobId(UUID):
     duplicate: bool
 
     def __init__(self, value: UUID | str, *, duplicate: bool = False) -> None:
-        super().__init__(str(value))
+        if isinstance(value, UUID):  # no round trip through text (enqueue_many makes many)
+            super().__init__(int=value.int)
+        else:
+            super().__init__(value)
         object.__setattr__(self, "duplicate", duplicate)
 
     def __reduce__(self) -> tuple[Any, ...]:

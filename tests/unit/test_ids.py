@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pickle
 import time
 
 from taskq.ids import uuid7, uuid7_many
+from taskq.jobs import JobId
 
 
 def test_single_and_batch_ids_interleave_in_order() -> None:
@@ -23,3 +25,12 @@ def test_the_timestamp_is_the_creation_time_in_milliseconds() -> None:
 
 def test_empty_batch() -> None:
     assert uuid7_many(0) == []
+
+
+def test_job_id_from_a_uuid_or_its_text_is_the_same_id() -> None:
+    raw = uuid7()
+    for value in (raw, str(raw)):
+        job_id = JobId(value, duplicate=True)
+        assert job_id == raw and str(job_id) == str(raw) and job_id.version == 7
+        assert job_id.duplicate and pickle.loads(pickle.dumps(job_id)).duplicate
+    assert not JobId(raw).duplicate
