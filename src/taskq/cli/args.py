@@ -22,8 +22,8 @@ class _Help(argparse.HelpFormatter):
             "default" in text
             or not action.option_strings
             or action.required
-            or action.default in (None, False, argparse.SUPPRESS)
-        ):
+            or any(action.default is off for off in (None, False, argparse.SUPPRESS))
+        ):  # `is`: a default of 0 is shown, not taken for False
             return text
         if action.default in ([], {}, ()):
             return f"{text} (default: none)"
