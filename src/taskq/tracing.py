@@ -19,6 +19,7 @@ The process exports spans with whatever SDK and exporter it configured.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -29,19 +30,26 @@ from uuid import UUID
 from .jobs import ClaimedJob, JobSpec, Outcome, OutcomeKind
 from .middleware import Middleware
 
-try:
-    from opentelemetry import context as otel_context
-    from opentelemetry import propagate, trace
-    from opentelemetry.trace import SpanKind, Status, StatusCode
-except ImportError:  # the otel extra is not installed: tracing is off
-    trace = None  # type: ignore[assignment]
-
 META_KEY = "traceparent"
 TRACER_NAME = "taskq"
 
 
+@functools.cache
+def _otel() -> Any:
+    """OpenTelemetry's API (``.trace``, ``.propagate``, ``.context``), imported on first
+    use rather than with taskq (start-up stays free of it); None without the otel extra:
+    tracing is off."""
+    try:
+        import opentelemetry.context
+        import opentelemetry.propagate
+        import opentelemetry.trace
+    except ImportError:
+        return None
+    return opentelemetry
+
+
 def available() -> bool:
-    return trace is not None
+    return _otel() is not None
 
 
 def _with_traceparent(spec: JobSpec, traceparent: str) -> JobSpec:
@@ -53,7 +61,8 @@ def _with_traceparent(spec: JobSpec, traceparent: str) -> JobSpec:
 @contextmanager
 def enqueue_span(specs: Sequence[JobSpec]) -> Iterator[Sequence[JobSpec]]:
     """Around one enqueue call: the span, and ``specs`` carrying its ``traceparent``."""
-    if trace is None or not specs:
+    otel = _otel()
+    if otel is None or not specs:
         yield specs
         return
     first = specs[0]
@@ -66,12 +75,12 @@ def enqueue_span(specs: Sequence[JobSpec]) -> Iterator[Sequence[JobSpec]]:
     }
     if len(specs) == 1:
         attributes["taskq.job.id"] = str(first.id)
-    tracer = trace.get_tracer(TRACER_NAME)
+    tracer = otel.trace.get_tracer(TRACER_NAME)
     with tracer.start_as_current_span(
-        f"taskq enqueue {first.actor}", kind=SpanKind.PRODUCER, attributes=attributes
+        f"taskq enqueue {first.actor}", kind=otel.trace.SpanKind.PRODUCER, attributes=attributes
     ):
         carrier: dict[str, str] = {}
-        propagate.inject(carrier)
+        otel.propagate.inject(carrier)
         traceparent = carrier.get(META_KEY)
         yield [_with_traceparent(s, traceparent) for s in specs] if traceparent else specs
 
@@ -85,27 +94,28 @@ def _parent(job: ClaimedJob) -> Any:
         return None
     if not isinstance(traceparent, str):
         return None
-    return propagate.extract({META_KEY: traceparent})
+    return _otel().propagate.extract({META_KEY: traceparent})
 
 
 class TracingMiddleware(Middleware):
     """Each run a span, child of its enqueue span (see the module docstring)."""
 
     def __init__(self) -> None:
-        if trace is None:
+        self._otel = _otel()
+        if self._otel is None:
             from .exceptions import ConfigError
 
             raise ConfigError(
                 "taskq.tracing:TracingMiddleware needs OpenTelemetry: pip install 'taskq[otel]'"
             )
-        self._tracer = trace.get_tracer(TRACER_NAME)
+        self._tracer = self._otel.trace.get_tracer(TRACER_NAME)
         self._open: dict[tuple[UUID, int], tuple[Any, object]] = {}
 
     def before_job(self, job: ClaimedJob) -> None:
         span = self._tracer.start_span(
             f"taskq run {job.actor}",
             context=_parent(job),
-            kind=SpanKind.CONSUMER,
+            kind=self._otel.trace.SpanKind.CONSUMER,
             attributes={
                 "taskq.job.id": str(job.id),
                 "taskq.actor": job.actor,
@@ -115,7 +125,7 @@ class TracingMiddleware(Middleware):
                 "messaging.destination.name": job.queue,
             },
         )
-        token = otel_context.attach(trace.set_span_in_context(span))
+        token = self._otel.context.attach(self._otel.trace.set_span_in_context(span))
         self._open[(job.id, job.attempt)] = (span, token)
 
     def after_job(self, job: ClaimedJob, outcome: Outcome | None) -> None:
@@ -126,8 +136,9 @@ class TracingMiddleware(Middleware):
         kind = "given_back" if outcome is None else str(outcome.kind)
         span.set_attribute("taskq.outcome", kind)
         if outcome is not None and outcome.kind is not OutcomeKind.SUCCEEDED:
-            span.set_status(Status(StatusCode.ERROR, (outcome.error or kind)[:200]))
+            trace = self._otel.trace
+            span.set_status(trace.Status(trace.StatusCode.ERROR, (outcome.error or kind)[:200]))
         try:
-            otel_context.detach(token)  # type: ignore[arg-type]
+            self._otel.context.detach(token)
         finally:
             span.end()
