@@ -28,6 +28,7 @@ from .context import JobContext, current_job  # noqa: E402
 from .exceptions import (  # noqa: E402
     ActorConfigDrift,
     ActorError,
+    ActorImportError,
     ActorNotFound,
     ConfigError,
     DuplicateActor,
@@ -55,6 +56,7 @@ __all__ = [
     "Actor",
     "ActorConfigDrift",
     "ActorError",
+    "ActorImportError",
     "ActorNotFound",
     "AsyncClient",
     "Client",

@@ -6,6 +6,7 @@ DOCUMENTED = {
     "Actor",
     "ActorConfigDrift",
     "ActorError",
+    "ActorImportError",
     "ActorNotFound",
     "AsyncClient",
     "Client",
