@@ -159,8 +159,7 @@ def _matching(
 
 
 def _judge(
-    hits: list[Job],
-    of_actor: list[Job],
+    jobs: list[Job],
     *,
     actor: str,
     args: Sequence[Any] | None,
@@ -169,7 +168,10 @@ def _judge(
     state: str | None,
     count: int | None,
 ) -> list[Job]:
+    """The jobs of ``actor`` among ``jobs`` matching the filters (oldest first), or an
+    ``AssertionError`` saying what was wanted and what was found."""
     __tracebackhide__ = True  # pytest: the failure points at the test, not here
+    hits, of_actor = _matching(jobs, actor, args, kwargs)
     ok = len(hits) == count if count is not None else bool(hits)
     if ok:
         hits.sort(key=lambda j: j.id)
@@ -214,16 +216,8 @@ def assert_enqueued(
     if not isinstance(chosen, Client):
         raise ConfigError("assert_enqueued takes a taskq.Client; use assert_enqueued_async")
     jobs = chosen.list(state=state, queue=queue, limit=LIST_LIMIT)
-    hits, of_actor = _matching(jobs, _name(actor), args, kwargs)
     return _judge(
-        hits,
-        of_actor,
-        actor=_name(actor),
-        args=args,
-        kwargs=kwargs,
-        queue=queue,
-        state=state,
-        count=count,
+        jobs, actor=_name(actor), args=args, kwargs=kwargs, queue=queue, state=state, count=count
     )
 
 
@@ -259,14 +253,6 @@ async def assert_enqueued_async(
     if not isinstance(chosen, AsyncClient):
         raise ConfigError("assert_enqueued_async takes a taskq.AsyncClient")
     jobs = await chosen.list(state=state, queue=queue, limit=LIST_LIMIT)
-    hits, of_actor = _matching(jobs, _name(actor), args, kwargs)
     return _judge(
-        hits,
-        of_actor,
-        actor=_name(actor),
-        args=args,
-        kwargs=kwargs,
-        queue=queue,
-        state=state,
-        count=count,
+        jobs, actor=_name(actor), args=args, kwargs=kwargs, queue=queue, state=state, count=count
     )
