@@ -92,3 +92,48 @@ async def test_generic_plan_finds_rows_by_primary_key(
 def target(pg_target: StoreTarget) -> StoreTarget:
     """Postgres only: these are Postgres plans."""
     return pg_target
+
+
+CLAIM_TYPES = {
+    "queues": "text[]",
+    "exclude_actors": "text[]",
+    "limit": "int",
+    "worker_id": "uuid",
+    "lease": "float8",
+}
+CLAIM_ARGS = {
+    "queues": "ARRAY['default']",
+    "exclude_actors": "ARRAY[]::text[]",
+    "limit": "10",
+    "worker_id": "gen_random_uuid()",
+    "lease": "30.0",
+}
+
+
+async def test_claim_reads_the_claim_index_in_order(pg_target: StoreTarget, store) -> None:
+    """With statistics on a queue of thousands of due jobs, the claim's custom plan reads
+    jobs_claim_idx in order and stops at its limit; it never sorts the whole queue (an
+    actor-limit filter the planner could not estimate made it do so). Postgres keeps
+    custom plans for the claim: its generic plan (any exclude_actors array) is costed
+    far higher."""
+    del store
+    sql, names = _positional(Q["claim"])
+    with psycopg.connect(pg_target.dsn, autocommit=True) as conn:
+        conn.execute(f'SET search_path TO "{pg_target.schema}"')
+        conn.execute("""
+            INSERT INTO jobs (id, actor, queue, args, kwargs, max_attempts, max_crashes,
+                              idempotent, run_at)
+            SELECT gen_random_uuid(), 'a', 'default', '[]', '{}', 3, 2, false,
+                   now() - interval '1 minute'
+            FROM generate_series(1, 5000)""")
+        conn.execute("ANALYZE jobs")
+        conn.execute("SET plan_cache_mode = force_custom_plan")
+        conn.execute(f"PREPARE s ({', '.join(CLAIM_TYPES[n] for n in names)}) AS {sql}")
+        plan = "\n".join(
+            row[0]
+            for row in conn.execute(
+                f"EXPLAIN EXECUTE s ({', '.join(CLAIM_ARGS[n] for n in names)})"
+            )
+        )
+    assert "jobs_claim_idx" in plan, plan
+    assert "Seq Scan on jobs" not in plan, plan

@@ -340,12 +340,18 @@ lost_worker_id = NULL, late = false
 -- description: Claim up to n due queued jobs in (priority, run_at, id) order, skipping locked rows.
 -- One ordered scan of jobs_claim_idx per queue (queue = ANY(...) would sort every queued
 -- row); a row locked here but not picked is free again when the statement ends. Paused
--- queues are skipped, and so are queues and actors with limits: those are claimed by
--- claim_limited (the store takes that path when limits exist).
+-- queues are skipped, and so are limited queues, and every queue while any actor has a
+-- limit: those are claimed by claim_limited (the store takes that path when limits exist;
+-- this only covers its cached "no limits" going stale, so it may just wait).
+-- The actor check is a per-queue EXISTS here, not `actor <> ALL(ARRAY(SELECT ...))` in the
+-- scan: the planner cannot estimate that filter, expects one row, and with statistics on
+-- jobs sorts every queued row of the queue (11 ms at 5,000 queued) instead of reading
+-- jobs_claim_idx in order (0.9 ms).
 WITH open AS MATERIALIZED (  -- once per queue, before any row is locked
     SELECT q.name FROM unnest(%(queues)s::text[]) AS q(name)
     WHERE NOT EXISTS (SELECT 1 FROM queues c WHERE c.name = q.name AND c.paused)
       AND NOT EXISTS (SELECT 1 FROM limits l WHERE l.kind = 'queue' AND l.name = q.name)
+      AND NOT EXISTS (SELECT 1 FROM limits l WHERE l.kind = 'actor')
 ), picked AS (
     SELECT j.id
     FROM open AS q
@@ -355,7 +361,6 @@ WITH open AS MATERIALIZED (  -- once per queue, before any row is locked
           AND queue = q.name
           AND run_at <= now()
           AND actor <> ALL(%(exclude_actors)s::text[])
-          AND actor <> ALL(ARRAY(SELECT name FROM limits WHERE kind = 'actor'))
         ORDER BY priority, run_at, id
         LIMIT %(limit)s
         FOR UPDATE SKIP LOCKED
