@@ -34,7 +34,7 @@ from ..jobs import ClaimedJob
 from ..logs import get_logger
 from ..store import Store
 from .outage import StoreBackoff
-from .part import StopSignal
+from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 
@@ -136,7 +136,7 @@ class Cancels:
             )
 
 
-class CancelWatcher:
+class CancelWatcher(Stoppable):
     """The worker part that learns of cancel requests and hands them to ``Cancels``."""
 
     name = "cancel-watcher"
@@ -152,12 +152,6 @@ class CancelWatcher:
         self._stopped = StopSignal()
         self._backoff = StoreBackoff("cancel-watcher")
         self.looks = 0
-
-    async def start(self) -> None:
-        pass
-
-    def stop(self, *, hurry: bool = False) -> None:
-        self._stopped.set(hurry=hurry)
 
     async def run(self) -> None:
         while not self._stopped:

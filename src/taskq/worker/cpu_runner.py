@@ -45,14 +45,14 @@ from ..logs import get_logger
 from ..registry import AnyActor
 from . import outcomes
 from .config import WorkerConfig
-from .part import StopSignal
+from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 
 CLOSE_GRACE = 1.0  # seconds idle pool processes get to exit cleanly at shutdown
 
 
-class CpuRunner:
+class CpuRunner(Stoppable):
     name = "cpu-pool"
     stop_timeout = None  # the pool's close is bounded by CLOSE_GRACE and its kill grace
 
@@ -134,9 +134,6 @@ class CpuRunner:
         ``run_job`` then returns a ``cancelled`` outcome. False if it is not running."""
         pool = self._pool
         return False if pool is None else bool(await pool.cancel(job_id))
-
-    def stop(self, *, hurry: bool = False) -> None:
-        self._stopped.set(hurry=hurry)
 
     async def run(self) -> None:
         try:

@@ -28,7 +28,7 @@ from ..logs import get_logger
 from ..store import Store
 from .buffer import JobBuffer
 from .outage import StoreBackoff
-from .part import StopSignal
+from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 
@@ -36,7 +36,7 @@ MAX_BATCH = 1000
 BACKLOG_PAUSE = 0.05
 
 
-class Fetcher:
+class Fetcher(Stoppable):
     name = "fetcher"
 
     def __init__(
@@ -73,9 +73,6 @@ class Fetcher:
             await self._store.wait_for_jobs(self._queues, 0.0)
         except StoreError:
             pass  # the claim loop backs off through the outage
-
-    def stop(self, *, hurry: bool = False) -> None:
-        self._stopped.set(hurry=hurry)
 
     async def run(self) -> None:
         try:

@@ -17,12 +17,12 @@ from .. import metrics
 from ..exceptions import ConfigError
 from ..http import EndpointServer, Response, probe_route
 from ..logs import get_logger
-from .part import StopSignal
+from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 
 
-class HealthServer:
+class HealthServer(Stoppable):
     name = "health"
     stop_timeout = 5.0
 
@@ -57,9 +57,6 @@ class HealthServer:
             raise ConfigError(
                 f"cannot serve health endpoints on {where}: {exc.strerror or exc}"
             ) from exc
-
-    def stop(self, *, hurry: bool = False) -> None:
-        self._stopped.set(hurry=hurry)
 
     async def run(self) -> None:
         """Serve until stopped (the first part started, the last stopped)."""

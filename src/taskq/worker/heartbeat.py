@@ -21,12 +21,12 @@ from ..jobs import WorkerInfo
 from ..logs import get_logger
 from ..store import Store
 from .outage import StoreBackoff
-from .part import StopSignal
+from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 
 
-class Heartbeat:
+class Heartbeat(Stoppable):
     name = "heartbeat"
     stop_timeout = 10.0  # removing the row through a hanging store
 
@@ -42,9 +42,6 @@ class Heartbeat:
     async def start(self) -> None:
         """Register the worker's row."""
         await self.store.register_worker(self.info)
-
-    def stop(self, *, hurry: bool = False) -> None:
-        self._stopped.set(hurry=hurry)
 
     async def run(self) -> None:
         """Beat until stopped, then remove the row (also when beating broke)."""

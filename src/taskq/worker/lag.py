@@ -16,12 +16,12 @@ from collections.abc import Callable
 
 from .. import metrics
 from ..logs import get_logger
-from .part import StopSignal
+from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 
 
-class LagMonitor:
+class LagMonitor(Stoppable):
     name = "lag-monitor"
     stop_timeout = 5.0
 
@@ -42,9 +42,6 @@ class LagMonitor:
         self._last_tick = time.monotonic()
         self._thread = threading.Thread(target=self._watch, name="taskq-lag-watchdog", daemon=True)
         self._thread.start()
-
-    def stop(self, *, hurry: bool = False) -> None:
-        self._stopped.set(hurry=hurry)
 
     async def run(self) -> None:
         """The on-loop half: tick until stopped, then stop the watchdog thread."""

@@ -86,6 +86,20 @@ class StopSignal:
         return True
 
 
+class Stoppable:
+    """The ``stop`` of a part that winds down on its ``StopSignal`` (``self._stopped``,
+    made in its ``__init__``), and a ``start`` with nothing to acquire (overridden by a
+    part that has)."""
+
+    _stopped: StopSignal
+
+    async def start(self) -> None:
+        pass
+
+    def stop(self, *, hurry: bool = False) -> None:
+        self._stopped.set(hurry=hurry)
+
+
 @dataclass(slots=True, eq=False)
 class _Entry:
     part: Part

@@ -28,7 +28,7 @@ from ..periodic import Schedule, tick_key
 from ..registry import AnyActor, Registry
 from ..store import Store
 from ..unique import Unique
-from .part import StopSignal
+from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 
@@ -53,7 +53,7 @@ class Enqueued:
     duplicate: bool
 
 
-class Scheduler:
+class Scheduler(Stoppable):
     """A worker part (``start``/``run``/``stop``); ``look`` is one pass, for tests with
     an injected ``clock``."""
 
@@ -75,9 +75,6 @@ class Scheduler:
     async def start(self) -> None:
         await self._store.record_schedules([s.describe() for s in self._schedules], self._clock())
         log.info("scheduler-started", schedules=[s.name for s in self._schedules])
-
-    def stop(self, *, hurry: bool = False) -> None:
-        self._stopped.set(hurry=hurry)
 
     async def run(self) -> None:
         while not self._stopped:

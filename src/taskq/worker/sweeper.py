@@ -30,7 +30,7 @@ from ..jobs import JobState, RescuedJob
 from ..logs import get_logger
 from ..store import Store
 from .outage import StoreBackoff
-from .part import StopSignal
+from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 
@@ -58,7 +58,7 @@ def count_rescued(rescued: Sequence[RescuedJob], detected_by: str) -> None:
         )
 
 
-class Sweeper:
+class Sweeper(Stoppable):
     name = "sweeper"
     stop_timeout = 2.0  # a rescue or prune in hand; then it is cancelled (a rollback)
 
@@ -89,12 +89,6 @@ class Sweeper:
         self._backoff = StoreBackoff("sweeper")
         self._next_prune = time.monotonic() + prune_interval * random.random()
         self._stopped = StopSignal()
-
-    async def start(self) -> None:
-        pass
-
-    def stop(self, *, hurry: bool = False) -> None:
-        self._stopped.set(hurry=hurry)
 
     async def run(self) -> None:
         while not self._stopped:

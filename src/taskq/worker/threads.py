@@ -18,12 +18,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .part import StopSignal
+from .part import Stoppable, StopSignal
 
 _STOP = object()
 
 
-class ThreadRunner:
+class ThreadRunner(Stoppable):
     name = "threads"
     stop_timeout = None  # returns at once
 
@@ -80,12 +80,6 @@ class ThreadRunner:
             del item, context, fn, args, kwargs, future
             with self._lock:
                 self._idle += 1
-
-    async def start(self) -> None:
-        pass
-
-    def stop(self, *, hurry: bool = False) -> None:
-        self._stopped.set(hurry=hurry)
 
     async def run(self) -> None:
         try:
