@@ -14,6 +14,7 @@ import re
 import psycopg
 import pytest
 
+from taskq.jobs import Limits
 from taskq.store.postgres import Q
 from tests.conftest import StoreTarget
 
@@ -135,5 +136,35 @@ async def test_claim_reads_the_claim_index_in_order(pg_target: StoreTarget, stor
                 f"EXPLAIN EXECUTE s ({', '.join(CLAIM_ARGS[n] for n in names)})"
             )
         )
+    assert "jobs_claim_idx" in plan, plan
+    assert "Seq Scan on jobs" not in plan, plan
+
+
+async def test_limited_claim_generic_plan_reads_the_claim_index(
+    pg_target: StoreTarget, store
+) -> None:
+    """The limited claim runs one generic plan (limits_lock's settings), which cannot
+    know its LIMIT: with statistics on a queue of many due jobs it still reads
+    jobs_claim_idx in order instead of sorting the whole queue."""
+    await store.set_limits("queue", "default", Limits(concurrency=1000))
+    sql, names = _positional(Q["claim_limited"])
+    with psycopg.connect(pg_target.dsn, autocommit=True) as conn:
+        conn.execute(f'SET search_path TO "{pg_target.schema}"')
+        conn.execute("""
+            INSERT INTO jobs (id, actor, queue, args, kwargs, max_attempts, max_crashes,
+                              idempotent, run_at)
+            SELECT gen_random_uuid(), 'a', 'default', '[]', '{}', 3, 2, false,
+                   now() - interval '1 minute'
+            FROM generate_series(1, 50000)""")
+        conn.execute("ANALYZE")
+        with conn.transaction():
+            conn.execute(Q["limits_lock"], {"key": "plan-test"})
+            conn.execute(f"PREPARE s ({', '.join(CLAIM_TYPES[n] for n in names)}) AS {sql}")
+            plan = "\n".join(
+                row[0]
+                for row in conn.execute(
+                    f"EXPLAIN EXECUTE s ({', '.join(CLAIM_ARGS[n] for n in names)})"
+                )
+            )
     assert "jobs_claim_idx" in plan, plan
     assert "Seq Scan on jobs" not in plan, plan
