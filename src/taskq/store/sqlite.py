@@ -82,10 +82,6 @@ def _ts(value: datetime | None) -> float | None:
     return None if value is None else value.timestamp()
 
 
-def _uuid(value: str | None) -> UUID | None:
-    return None if value is None else UUID(value)
-
-
 def _ids(values: Sequence[UUID]) -> str:
     return json.dumps([str(v) for v in values])
 

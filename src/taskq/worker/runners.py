@@ -76,10 +76,6 @@ class Executor:
         finished["given_back"] = metrics.jobs_finished.labels(actor.name, "given_back")
         return _Plan(actor, kind, metrics.job_duration.labels(actor.name), finished)
 
-    @property
-    def has_cpu_actors(self) -> bool:
-        return any(p.kind == CPU for p in self._plans.values())
-
     async def execute(self, job: ClaimedJob) -> Outcome | None:
         """Run ``job``; return its outcome, or ``None`` to give it back uncharged (also
         when a job that must run alone is waiting or running here: ``Solo``)."""
