@@ -1,21 +1,28 @@
-"""The worker process: fetch, supervise consumers, run, ack, heartbeat, sweep.
+"""The worker process: fetch, supervise consumers, run, ack, heartbeat, sweep, schedule,
+cancel.
 
 ``Worker(config, registry=...)`` is the machinery (``await worker.run()``,
 ``worker.request_stop()``); ``main.run(config)`` is the ``taskq worker`` process around
 it (signals, parent watch, exit codes). One idea per module:
 
 * ``part``        the one lifecycle of every part below, and the ordered list of them
+* ``worker``      ``Worker``: builds the parts, in order
+* ``config``      ``WorkerConfig``: every worker option and its one default
 * ``fetcher``     batched claims sized to free capacity; NOTIFY wake-ups, polling fallback
 * ``buffer``      claimed jobs waiting for a consumer; free capacity
 * ``supervisor``  the task supervisor: replace dead consumers, crash-loop guard
 * ``consumer``    one consumer loop; never loses the job it holds
 * ``runners``     run a job: async on the loop, sync in ``threads``, cpu in ``cpu_runner``
+* ``solo``        a job blamed for a shared death runs with nothing beside it
 * ``outcomes``    success / retry / dead with a reason
 * ``acker``       batched acknowledgements, retried through outages
 * ``heartbeat``   the worker row and lease extension, on its own connection
 * ``sweeper``     rescue expired leases, prune old rows
+* ``scheduler``   enqueue the due ticks of the registry's periodic schedules
+* ``cancels``     cancel requests for running jobs: the watcher part, stopping each runner
 * ``lag``         event-loop lag monitor
 * ``health``      ``/live`` ``/ready`` ``/metrics``
+* ``main``        the ``taskq worker`` process around a ``Worker``
 * ``signals``     SIGTERM/SIGINT/SIGHUP, parent death
 * ``middleware``  runs the ``taskq.Middleware`` hooks; a hook that raises is logged, never fatal
 * ``outage``      back off on a dead store, log once per outage
