@@ -17,7 +17,6 @@ T = TypeVar("T")
 
 EXIT_OK = exit_codes.OK
 EXIT_ERROR = exit_codes.ERROR
-EXIT_USAGE = exit_codes.USAGE
 EXIT_BROKEN_PIPE = exit_codes.BROKEN_PIPE
 EXIT_FINISHED = exit_codes.ALREADY_FINISHED
 
