@@ -1,4 +1,5 @@
-"""Waiting without sleeping blind: poll a condition until a deadline, then say what failed."""
+"""Waiting without sleeping blind: poll a condition until a deadline, then say what failed.
+And ``claimed_job()``: a job as a worker part receives it, for tests that need no store."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
+
+from taskq.ids import uuid7
+from taskq.jobs import ClaimedJob
 
 T = TypeVar("T")
 
@@ -46,3 +50,19 @@ async def async_wait_until(
         await asyncio.sleep(interval)
         last = await condition()
     return last
+
+
+def claimed_job(actor: str = "a", queue: str = "q") -> ClaimedJob:
+    """A freshly claimed job (attempt 1, no crashes), with its own id."""
+    return ClaimedJob(
+        id=uuid7(),
+        actor=actor,
+        queue=queue,
+        args_json="[]",
+        kwargs_json="{}",
+        attempt=1,
+        max_attempts=3,
+        crash_count=0,
+        max_crashes=2,
+        idempotent=True,
+    )

@@ -2,24 +2,8 @@
 
 from __future__ import annotations
 
-from taskq.ids import uuid7
-from taskq.jobs import ClaimedJob
 from taskq.worker.buffer import FAST_JOB, JobBuffer
-
-
-def job() -> ClaimedJob:
-    return ClaimedJob(
-        id=uuid7(),
-        actor="a",
-        queue="q",
-        args_json="[]",
-        kwargs_json="{}",
-        attempt=1,
-        max_attempts=3,
-        crash_count=0,
-        max_crashes=2,
-        idempotent=True,
-    )
+from tests.helpers import claimed_job as job
 
 
 def test_strict_buffer_claims_only_for_free_consumers():

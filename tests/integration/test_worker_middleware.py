@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections import Counter
 
 from taskq import AsyncClient, Middleware
-from taskq.ids import uuid7
-from taskq.jobs import ClaimedJob
 from taskq.worker.middleware import MiddlewareChain
 from tests import worker_actors as actors
+from tests.helpers import claimed_job
 from tests.worker_harness import running_worker, wait_for_states
 from tests.worker_logs import captured_logs
 
@@ -66,21 +65,6 @@ async def test_a_raising_hook_is_logged_and_the_jobs_and_consumers_carry_on(
     assert all(e["level"] == "error" and e["hook"].endswith(".Broken") for e in failed)
 
 
-def _job() -> ClaimedJob:
-    return ClaimedJob(
-        id=uuid7(),
-        actor="remember",
-        queue="default",
-        args_json="[]",
-        kwargs_json="{}",
-        attempt=1,
-        max_attempts=3,
-        crash_count=0,
-        max_crashes=2,
-        idempotent=True,
-    )
-
-
 def test_the_same_failure_is_logged_again_at_most_once_per_interval_with_a_count():
     now = [0.0]
 
@@ -95,14 +79,14 @@ def test_the_same_failure_is_logged_again_at_most_once_per_interval_with_a_count
     chain = MiddlewareChain([flaky], report_every=60.0, clock=lambda: now[0])
     with captured_logs() as logs:
         for _ in range(3):
-            chain.before_job(_job())
+            chain.before_job(claimed_job("remember", "default"))
         now[0] = 59.0
-        chain.before_job(_job())
+        chain.before_job(claimed_job("remember", "default"))
         assert len(logs.events("middleware-hook-failed")) == 1
         now[0] = 60.0
-        chain.before_job(_job())
+        chain.before_job(claimed_job("remember", "default"))
         flaky.error = TypeError  # another kind of error: its own first line
-        chain.before_job(_job())
+        chain.before_job(claimed_job("remember", "default"))
     lines = logs.events("middleware-hook-failed")
     assert [e["not_logged_since_last"] for e in lines] == [0, 3, 0]
     assert [e["exception"] for e in lines] == [
