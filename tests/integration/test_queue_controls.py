@@ -275,3 +275,16 @@ async def test_a_rate_window_slides_and_old_starts_stop_counting(store, client):
 
     got = await async_wait_until(room_again, timeout=10, what="the window to slide")
     assert 1 <= len(got) <= 2
+
+
+async def test_a_claimer_that_has_not_looked_at_limits_lately_claims_within_them_in_one_call(
+    store, client, target
+):
+    """A worker waking after a quiet spell does not know whether limits exist: one claim
+    call still takes the unlimited queue's jobs and exactly the limited queue's room."""
+    await store.enqueue([spec(queue="a") for _ in range(3)] + [spec(queue="b") for _ in range(4)])
+    await client.set_queue_limits("b", concurrency=2)
+    async with another_store(target) as fresh:  # its cache of "limits exist?" is empty
+        got = await claim(fresh, limit=100)
+    assert sorted(j.queue for j in got) == ["a", "a", "a", "b", "b"]
+    assert await claim(store, limit=100) == []  # b is full
