@@ -1,11 +1,14 @@
 """Waiting without sleeping blind: poll a condition until a deadline, then say what failed.
-And ``claimed_job()``: a job as a worker part receives it, for tests that need no store."""
+And ``claimed_job()``: a job as a worker part receives it, for tests that need no store;
+``start_script()``: a Python script in its own process (a producer racing others)."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
 from taskq.ids import uuid7
@@ -65,4 +68,15 @@ def claimed_job(actor: str = "a", queue: str = "q") -> ClaimedJob:
         crash_count=0,
         max_crashes=2,
         idempotent=True,
+    )
+
+
+def start_script(source: str, *argv: str, env: Mapping[str, str]) -> subprocess.Popen[str]:
+    """``python -c source argv...`` with ``env``; stdout and stderr captured as text."""
+    return subprocess.Popen(
+        [sys.executable, "-c", source, *argv],
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 from taskq.store import create_store
 
-from ..helpers import wait_until
+from ..helpers import start_script, wait_until
 
 PRODUCER = textwrap.dedent("""
     import asyncio, json, os, sys, time
@@ -48,20 +45,10 @@ PRODUCER = textwrap.dedent("""
 """)
 
 
-def start_producer(target, go: Path, ready: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", PRODUCER, str(go), str(ready)],
-        env=target.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 async def test_two_processes_enqueue_concurrently_and_every_row_lands(store, target, tmp_path):
     go = tmp_path / "go"
     ready = [tmp_path / f"ready-{n}" for n in range(2)]
-    producers = [start_producer(target, go, r) for r in ready]
+    producers = [start_script(PRODUCER, str(go), str(r), env=target.env) for r in ready]
     pairs = list(zip(ready, producers, strict=True))
     wait_until(
         lambda: all(r.exists() or p.poll() is not None for r, p in pairs),

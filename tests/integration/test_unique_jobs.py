@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -13,7 +11,7 @@ import pytest
 import taskq
 from taskq import AsyncClient, ConfigError, InvalidJobState, Unique
 
-from ..helpers import wait_until
+from ..helpers import start_script, wait_until
 
 registry = taskq.Registry()
 
@@ -187,21 +185,11 @@ PRODUCER = textwrap.dedent("""
 """)
 
 
-def start_producer(target, go: Path, ready: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", PRODUCER, str(go), str(ready)],
-        env=target.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 @pytest.mark.slow
 async def test_eight_processes_racing_on_one_key_make_one_job(client, target, tmp_path: Path):
     go = tmp_path / "go"
     ready = [tmp_path / f"ready-{n}" for n in range(8)]
-    procs = [start_producer(target, go, r) for r in ready]
+    procs = [start_script(PRODUCER, str(go), str(r), env=target.env) for r in ready]
     wait_until(
         lambda: all(r.exists() or p.poll() is not None for r, p in zip(ready, procs, strict=True)),
         timeout=90,
