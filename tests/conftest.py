@@ -18,7 +18,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from taskq.store import create_store
+from tests.helpers import migrated_store
 
 PG_DSN = os.environ.get("TASKQ_TEST_PG_DSN", "postgresql://root@127.0.0.1:5432/test")
 
@@ -79,10 +79,5 @@ def pg_target(pg_dsn: str) -> Iterator[StoreTarget]:
 
 @pytest.fixture
 async def store(target: StoreTarget) -> AsyncIterator:
-    s = create_store(target.dsn, target.schema)
-    await s.open()
-    await s.migrate()
-    try:
+    async with migrated_store(target.dsn, target.schema) as s:
         yield s
-    finally:
-        await s.close()

@@ -1,6 +1,7 @@
 """Waiting without sleeping blind: poll a condition until a deadline, then say what failed.
 And ``claimed_job()``: a job as a worker part receives it, for tests that need no store;
-``start_script()``: a Python script in its own process (a producer racing others)."""
+``start_script()``: a Python script in its own process (a producer racing others);
+``migrated_store()`` / ``migrate()``: a store on a schema, migrated."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import asyncio
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import TypeVar
 
 from taskq.ids import uuid7
 from taskq.jobs import ClaimedJob
+from taskq.store import Store, create_store
 
 T = TypeVar("T")
 
@@ -80,3 +83,21 @@ def start_script(source: str, *argv: str, env: Mapping[str, str]) -> subprocess.
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+@asynccontextmanager
+async def migrated_store(dsn: str, schema: str) -> AsyncIterator[Store]:
+    """A store on ``dsn``/``schema``, opened and migrated; closed afterwards."""
+    store = create_store(dsn, schema)
+    await store.open()
+    try:
+        await store.migrate()
+        yield store
+    finally:
+        await store.close()
+
+
+async def migrate(dsn: str, schema: str) -> None:
+    """Create or upgrade the schema at ``dsn``/``schema``."""
+    async with migrated_store(dsn, schema):
+        pass

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psycopg
 
-from taskq.store import create_store
+from tests.helpers import migrate
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "src" / "taskq" / "store" / "schema"
 REGENERATE = "make schema  (or: .venv/bin/python -m tests.schema_dump --pg-dsn DSN)"
@@ -128,26 +128,17 @@ def _normalised(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip().splitlines()) + "\n"
 
 
-async def _migrate(dsn: str, schema: str) -> None:
-    store = create_store(dsn, schema)
-    await store.open()
-    try:
-        await store.migrate()
-    finally:
-        await store.close()
-
-
 def migrated_from_zero(kind: str, pg_dsn: str | None = None) -> str:
     """Migrate a fresh database (a temporary SQLite file or Postgres schema) and dump it."""
     if kind == "sqlite":
         with tempfile.TemporaryDirectory() as folder:
             path = f"{folder}/taskq.sqlite3"
-            asyncio.run(_migrate(f"sqlite:///{path}", "taskq"))
+            asyncio.run(migrate(f"sqlite:///{path}", "taskq"))
             return sqlite_dump(path)
     assert pg_dsn is not None
     schema = f"taskq_dump_{secrets.token_hex(6)}"
     try:
-        asyncio.run(_migrate(pg_dsn, schema))
+        asyncio.run(migrate(pg_dsn, schema))
         return pg_dump(pg_dsn, schema)
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:

@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from taskq import AsyncClient
-from taskq.store import create_store
 from tests import worker_actors as actors
-from tests.helpers import async_wait_until, wait_until
+from tests.helpers import async_wait_until, migrated_store, wait_until
 from tests.partition_proxy import PartitionProxy
 from tests.worker_harness import ROOT, WorkerProcess
 
@@ -28,13 +27,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 async def store(pg_target):
-    s = create_store(pg_target.dsn, pg_target.schema)
-    await s.open()
-    await s.migrate()
-    try:
+    async with migrated_store(pg_target.dsn, pg_target.schema) as s:
         yield s
-    finally:
-        await s.close()
 
 
 async def test_late_success_after_a_partition_is_recorded_not_lost(store, pg_target, tmp_path):

@@ -12,6 +12,7 @@ import taskq
 from taskq.ids import uuid7
 from taskq.jobs import ActorConfig, Outcome, OutcomeKind
 from taskq.store import create_store
+from tests.helpers import migrate
 
 registry = taskq.Registry()
 
@@ -21,18 +22,9 @@ def resize(path: str, width: int = 0) -> dict:
     return {"path": path, "width": width}
 
 
-async def _migrate(target) -> None:
-    store = create_store(target.dsn, target.schema)
-    await store.open()
-    try:
-        await store.migrate()
-    finally:
-        await store.close()
-
-
 @pytest.fixture
 def migrated(target):
-    asyncio.run(_migrate(target))
+    asyncio.run(migrate(target.dsn, target.schema))
     return target
 
 

@@ -15,9 +15,9 @@ import secrets
 import psycopg
 import pytest
 
-from taskq.store import create_store
 from taskq.store.postgres import Q
 
+from ..helpers import migrate
 from .test_store_plans import _positional
 
 pytestmark = pytest.mark.slow
@@ -25,21 +25,12 @@ pytestmark = pytest.mark.slow
 ROWS = 1_000_000
 
 
-async def _migrate(dsn: str, schema: str) -> None:
-    store = create_store(dsn, schema)
-    await store.open()
-    try:
-        await store.migrate()
-    finally:
-        await store.close()
-
-
 @pytest.fixture(scope="module")
 def million(pg_dsn: str):
     """A migrated schema with a million jobs (built once for the module): 1% queued (a
     third of them due later), 0.1% dead, 0.01% running, the rest succeeded, 5 queues."""
     schema = f"taskq_t_{secrets.token_hex(6)}"
-    asyncio.run(_migrate(pg_dsn, schema))
+    asyncio.run(migrate(pg_dsn, schema))
     conn = psycopg.connect(pg_dsn, autocommit=True)
     conn.execute(f'SET search_path TO "{schema}"')
     conn.execute(f"""

@@ -15,25 +15,16 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from taskq import AsyncClient, Client, ConfigError, JobNotFound
-from taskq.store import create_store
 from tests import worker_actors
 from tests.conftest import StoreTarget
-from tests.helpers import wait_until
+from tests.helpers import migrate, wait_until
 from tests.worker_harness import WorkerProcess
 
 REMEMBER = worker_actors.remember  # the worker process serves tests.worker_actors
 
 
 def _migrate(target: StoreTarget) -> None:
-    async def go() -> None:
-        store = create_store(target.dsn, target.schema)
-        await store.open()
-        try:
-            await store.migrate()
-        finally:
-            await store.close()
-
-    asyncio.run(go())
+    asyncio.run(migrate(target.dsn, target.schema))
 
 
 @pytest.fixture
