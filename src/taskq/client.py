@@ -1,4 +1,5 @@
-"""Producers' side: enqueue jobs and look at them.
+"""Producers' and operators' side: enqueue jobs, look at them and wait for them, and act
+on them (retry, cancel, pause and resume queues, set queue and actor limits).
 
 ``AsyncClient`` is the real implementation, over the async ``Store``. ``Client`` is its
 mirror for plain synchronous code (Flask, Django, scripts): same methods, same
