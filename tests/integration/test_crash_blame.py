@@ -1,7 +1,7 @@
 """Poison means "this job killed its runner", with a real pool, real signals, both stores.
 
 A cpu_bound job runs in a real pool process (the worker's ``CpuRunner`` over a pool whose
-memory cgroup is a copied counter file, as in test_procpool.py); its process is
+memory cgroup is a copied counter file: the ``cgroup`` fixture); its process is
 SIGKILLed from outside, with or without the OOM counter going up; the outcome is written
 to the real store. An OOM kill blames the job: twice is poison. An outside SIGKILL with no
 OOM evidence blames nobody: the job re-runs and is charged, never poisoned.
@@ -14,12 +14,9 @@ import os
 import signal
 from pathlib import Path
 
-import pytest
-
 from taskq import AsyncClient
 from taskq.ids import uuid7
 from taskq.jobs import OutcomeKind
-from taskq.procpool import causes
 from taskq.worker.cpu_runner import CpuRunner
 from tests import worker_actors as actors
 from tests.integration import procpool_actors
@@ -27,19 +24,6 @@ from tests.integration.procpool_support import capture_taskq_logs, events, make_
 from tests.worker_harness import config_for, running_worker, wait_for_states
 
 from .storekit import spec
-
-
-@pytest.fixture
-def cgroup(tmp_path: Path) -> tuple[Path, Path]:
-    """A copy of this process's memory cgroup counter: (root, counter file)."""
-    real = causes.OomCounter.for_pid(os.getpid())
-    if real is None:
-        pytest.skip("no memory cgroup counter readable here to copy")
-    root = tmp_path / "cgroup"
-    counter = root / real.path.relative_to(causes.CGROUP_ROOT)
-    counter.parent.mkdir(parents=True)
-    counter.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 7\n")
-    return root, counter
 
 
 async def kill_twice(store, target, tmp_path: Path, cgroup, *, oom: bool):

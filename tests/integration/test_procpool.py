@@ -258,19 +258,13 @@ def test_verify_running_it_here_shows_whether_dmesg_is_readable() -> None:
 
 
 async def test_an_oom_kill_is_named_from_the_cgroup_counter(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, cgroup: tuple[Path, Path]
 ) -> None:
     """The kernel is not asked to OOM-kill here: a copy of this process's memory cgroup
     files stands in for /sys/fs/cgroup, its oom_kill counter goes up, and the job's process
     is SIGKILLed from outside, as the OOM killer would."""
     capture_taskq_logs(caplog)
-    real = causes.OomCounter.for_pid(os.getpid())
-    if real is None:
-        pytest.skip("no memory cgroup counter readable here to copy")
-    root = tmp_path / "cgroup"
-    counter = root / real.path.relative_to(causes.CGROUP_ROOT)
-    counter.parent.mkdir(parents=True)
-    counter.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 7\n")
+    root, counter = cgroup
     before = all_breaks()
     pool = make_pool(tmp_path, size=1, cgroup_root=root)
     await pool.start()
