@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from ..insight import JobFilter
-from ..jobs import ALL_STATES, QueueInfo
+from ..jobs import ALL_STATES, Job, QueueInfo
 from ..store import Store
 from .security import visible_arguments
 
@@ -66,29 +66,32 @@ def _cursor(request: Request) -> UUID | None:
         return None
 
 
-async def jobs(request: Request) -> Response:
-    filters = _filters(request)
+async def _job_page(request: Request, filters: JobFilter) -> tuple[list[Job], UUID | None]:
+    """One page of jobs matching ``filters`` from the request's cursor on, and the cursor
+    of the next page (None on the last)."""
     page = await _store(request).browse_jobs(filters, before=_cursor(request), limit=PAGE_SIZE + 1)
     more = len(page) > PAGE_SIZE
     page = page[:PAGE_SIZE]
+    return page, page[-1].id if more else None
+
+
+async def jobs(request: Request) -> Response:
+    filters = _filters(request)
+    page, next_before = await _job_page(request, filters)
     return _render(
         request,
         "jobs.html",
         jobs=page,
         filters=filters,
         states=ALL_STATES,
-        next_before=page[-1].id if more else None,
+        next_before=next_before,
         page="jobs",
     )
 
 
 async def dead(request: Request) -> Response:
     queue = _param(request, "queue")
-    page = await _store(request).browse_jobs(
-        JobFilter(state="dead", queue=queue), before=_cursor(request), limit=PAGE_SIZE + 1
-    )
-    more = len(page) > PAGE_SIZE
-    page = page[:PAGE_SIZE]
+    page, next_before = await _job_page(request, JobFilter(state="dead", queue=queue))
     total = sum(
         d.dead for d in await _store(request).queue_backlog() if not queue or d.queue == queue
     )
@@ -98,7 +101,7 @@ async def dead(request: Request) -> Response:
         jobs=page,
         queue=queue,
         total=total,
-        next_before=page[-1].id if more else None,
+        next_before=next_before,
         page="dead",
     )
 
