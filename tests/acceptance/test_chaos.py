@@ -390,9 +390,12 @@ def test_a_clean_stop_with_health_checks_on_calls_no_child_unhealthy(
     its row just before it exits; the health check must not take that for a dead child."""
     env = {**target.env, actors.RUNS_ENV: str(tmp_path / "runs.log")}
     assert run_cli("migrate", env=env).returncode == 0
+    # a startup grace of 3 s, the shortest `workgroup validate` accepts without a warning:
+    # three children importing at once on two cores can take more than 1 s to register
+    grace = 3.0
     health = (
         "[workers.health]\nenabled = true\ncheck_interval = 0.02\nstale_after = 1.5\n"
-        "startup_grace = 1.0\n"
+        f"startup_grace = {grace}\n"
     )
     config = write_config(
         tmp_path / "wg.toml",
@@ -405,7 +408,7 @@ def test_a_clean_stop_with_health_checks_on_calls_no_child_unhealthy(
     wg.wait_event("worker-started", count=len(WORKERS))
 
     def probing() -> bool:  # every child is past its startup grace: its health is checked
-        return all((c["uptime_seconds"] or 0) > 1.5 for c in wg.status()["children"])
+        return all((c["uptime_seconds"] or 0) > grace + 0.5 for c in wg.status()["children"])
 
     wait_until(probing, what="every child past its health-check startup grace")
     assert wg.stop(timeout=60) == 0
