@@ -14,15 +14,14 @@ the worker saves the new meta with the run's outcome.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any
 from uuid import UUID
 
 from .exceptions import NoCurrentJob
-from .logs import job_context
+from .logs import reset_job_fields, set_job_fields
 from .payload import encode_meta
 
 
@@ -32,6 +31,7 @@ class JobContext:
     __slots__ = (
         "_changed",
         "_meta",
+        "_meta_json",
         "actor",
         "attempt",
         "cancel_requested",
@@ -50,6 +50,7 @@ class JobContext:
         crash_count: int = 0,
         meta: Mapping[str, Any] | None = None,
         cancel_requested: bool = False,
+        meta_json: str | None = None,
     ) -> None:
         self.id = id
         self.actor = actor
@@ -57,24 +58,30 @@ class JobContext:
         self.attempt = attempt  # 1 on the first run
         self.crash_count = crash_count  # runners that died running this job so far
         self.cancel_requested = cancel_requested
-        self._meta: dict[str, Any] = dict(meta or {})
+        # ``meta_json`` (the job's meta as claimed) is decoded when first read: most runs
+        # never look at their meta
+        self._meta: dict[str, Any] | None = dict(meta) if meta else None
+        self._meta_json = meta_json if meta is None else None
         self._changed = False
 
-    @classmethod
-    def from_json(cls, id: UUID, meta_json: str | None, **fields: Any) -> JobContext:
-        meta = json.loads(meta_json) if meta_json else None
-        return cls(id, meta=meta if isinstance(meta, dict) else None, **fields)
+    def _decoded(self) -> dict[str, Any]:
+        meta = self._meta
+        if meta is None:
+            text, self._meta_json = self._meta_json, None
+            decoded = json.loads(text) if text else None
+            meta = self._meta = decoded if isinstance(decoded, dict) else {}
+        return meta
 
     @property
     def meta(self) -> Mapping[str, Any]:
         """The job's meta (read-only; change it with ``update_meta``)."""
-        return MappingProxyType(self._meta)
+        return MappingProxyType(self._decoded())
 
     def update_meta(self, values: Mapping[str, Any] | None = None, /, **more: Any) -> None:
         """Add to (or overwrite keys of) the job's meta; saved with the run's outcome.
         The whole meta must stay a JSON object within the meta size limit (else
         ``PayloadError``, and nothing changes)."""
-        merged = {**self._meta, **(values or {}), **more}
+        merged = {**self._decoded(), **(values or {}), **more}
         encode_meta(merged, what=f"meta of job {self.id}")
         self._meta = merged
         self._changed = True
@@ -84,11 +91,11 @@ class JobContext:
         """The whole meta as JSON if the run changed it, else ``None``."""
         if not self._changed:
             return None
-        return encode_meta(self._meta) or "{}"
+        return encode_meta(self._decoded()) or "{}"
 
     @property
     def meta_json(self) -> str | None:
-        return encode_meta(self._meta)
+        return encode_meta(self._decoded())
 
     def absorb(self, meta_json: str) -> None:
         """Take the meta a run elsewhere (a CPU pool process) ended with."""
@@ -106,7 +113,7 @@ class JobContext:
                 "attempt": self.attempt,
                 "crash_count": self.crash_count,
                 "cancel_requested": self.cancel_requested,
-                "meta": self._meta,
+                "meta": self._decoded(),
             }
         )
 
@@ -151,12 +158,22 @@ def peek() -> JobContext | None:
     return _current.get()
 
 
-@contextmanager
-def running(ctx: JobContext) -> Iterator[JobContext]:
-    """``current_job()`` is ``ctx`` (and log records carry its fields) inside the block."""
-    token = _current.set(ctx)
-    try:
-        with job_context(ctx.log_fields()):
-            yield ctx
-    finally:
-        _current.reset(token)
+class running:  # lower-case: used as a function, ``with running(ctx):``
+    """``current_job()`` is ``ctx`` (and log records carry its fields) inside the block.
+
+    A class, not a generator: entered once per job on the worker's hot path."""
+
+    __slots__ = ("_ctx", "_job_token", "_token")
+
+    def __init__(self, ctx: JobContext) -> None:
+        self._ctx = ctx
+
+    def __enter__(self) -> JobContext:
+        ctx = self._ctx
+        self._token = _current.set(ctx)
+        self._job_token = set_job_fields(ctx.log_fields())
+        return ctx
+
+    def __exit__(self, *exc: object) -> None:
+        reset_job_fields(self._job_token)
+        _current.reset(self._token)

@@ -32,7 +32,7 @@ import sys
 import traceback
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from typing import Any
 
@@ -57,6 +57,16 @@ def job_context(fields: Mapping[str, Any]) -> Iterator[None]:
         yield
     finally:
         _job.reset(token)
+
+
+def set_job_fields(fields: Mapping[str, Any]) -> Token[Mapping[str, Any] | None]:
+    """``job_context`` without a generator (the worker's per-job path); undo with
+    ``reset_job_fields``."""
+    return _job.set(fields)
+
+
+def reset_job_fields(token: Token[Mapping[str, Any] | None]) -> None:
+    _job.reset(token)
 
 
 def job_fields() -> Mapping[str, Any] | None:

@@ -79,10 +79,18 @@ class Executor:
     async def execute(self, job: ClaimedJob) -> Outcome | None:
         """Run ``job``; return its outcome, or ``None`` to give it back uncharged (also
         when a job that must run alone is waiting or running here: ``Solo``)."""
-        async with self._solo.turn(job) as allowed:
-            if not allowed:
-                return None
+        solo = self._solo
+        if job.run_alone:
+            async with solo.turn(job) as allowed:
+                if not allowed:
+                    return None
+                return await self._execute(job)
+        if not solo.begin():  # every other job: no context manager, no lock
+            return None
+        try:
             return await self._execute(job)
+        finally:
+            await solo.end()
 
     async def _execute(self, job: ClaimedJob) -> Outcome | None:
         plan = self._plans.get(job.actor)
@@ -98,13 +106,14 @@ class Executor:
         result: Outcome | None
         # taskq.current_job() is this job, and the actor's own log records (and ours about
         # this run) carry its fields; sync actors' threads run in a copy of this context
-        ctx = JobContext.from_json(
+        # (its meta is decoded only if the run reads it)
+        ctx = JobContext(
             job.id,
-            job.meta_json,
             actor=job.actor,
             queue=job.queue,
             attempt=job.attempt,
             crash_count=job.crash_count,
+            meta_json=job.meta_json,
         )
         with running(ctx):
             if self._cancels is None:

@@ -30,18 +30,33 @@ class Solo:
     def claiming_allowed(self) -> bool:
         return self._alone == 0
 
+    def begin(self) -> bool:
+        """A job not marked ``run_alone`` is about to run: True if it may (then call
+        ``end`` when it is over), False when it must be given back. No lock, no context
+        manager: this is every job's path; only ``run_alone`` jobs take ``turn``."""
+        if self._alone:
+            return False
+        self._running += 1
+        return True
+
+    async def end(self) -> None:
+        """The job ``begin`` let run is over; wake a ``run_alone`` job if one waits."""
+        self._running -= 1
+        if self._alone:  # one waits (or runs): it checks ``_running`` under the lock
+            async with self._changed:
+                self._changed.notify_all()
+
     @asynccontextmanager
     async def turn(self, job: ClaimedJob) -> AsyncIterator[bool]:
         """Yield True when ``job`` may run now, False when it must be given back."""
         if not job.run_alone:
-            if self._alone:
+            if not self.begin():
                 yield False
                 return
-            self._running += 1
             try:
                 yield True
             finally:
-                await self._finished()
+                await self.end()
             return
         self._alone += 1
         try:
