@@ -28,8 +28,22 @@ it (signals, parent watch, exit codes). One idea per module:
 * ``outage``      back off on a dead store, log once per outage
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ..middleware import Middleware
 from .config import WorkerConfig
-from .worker import Worker
+
+if TYPE_CHECKING:
+    from .worker import Worker
 
 __all__ = ["Middleware", "Worker", "WorkerConfig"]
+
+
+def __getattr__(name: str) -> Any:
+    # ``Worker`` (and every part) is imported on first use, so that reading
+    # ``taskq.worker.config`` (the CLI's flag defaults, the workgroup's) stays light.
+    if name == "Worker":
+        from .worker import Worker
+
+        return Worker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
