@@ -116,7 +116,8 @@ class Store(Protocol):
 
     async def wait_for_cancels(self, timeout: float) -> bool:
         """Return when a cancel request may have arrived (NOTIFY on Postgres) or after
-        ``timeout``; True if woken by a notification."""
+        ``timeout``; True if woken by a notification. Raises StoreError when it cannot
+        listen (the caller backs off)."""
 
     async def advance_next_scheduled(self, queues: Sequence[str]) -> list[UUID]:
         """Make the queued jobs with the earliest future ``run_at`` on ``queues`` due now

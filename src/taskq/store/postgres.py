@@ -436,8 +436,8 @@ class PostgresStore(PostgresInsight):
 
     async def wait_for_cancels(self, timeout: float) -> bool:
         """Until a cancel request is announced (any job: the caller checks which) or
-        ``timeout``. The cancel listener is a connection of its own."""
-        deadline = time.monotonic() + timeout
+        ``timeout``. The cancel listener is a connection of its own; when it fails this
+        raises StoreUnavailable (the caller backs off and logs the outage once)."""
         try:
             conn = await self._cancel_listening()
             async with aclosing(conn.notifies(timeout=max(0.0, timeout))) as notifies:
@@ -445,10 +445,8 @@ class PostgresStore(PostgresInsight):
                     return True
             return False
         except psycopg.Error as exc:
-            log.warning("store-listen-failed", dsn=self.display_dsn, error=_first_line(exc))
             await self._close_cancel_listener()
-            await asyncio.sleep(max(0.0, deadline - time.monotonic()))
-            return False
+            raise self._translate(exc) from exc
 
     async def _cancel_listening(self) -> psycopg.AsyncConnection:
         if self._cancel_listener is None or self._cancel_listener.closed:

@@ -169,12 +169,22 @@ class CancelWatcher(Stoppable):
             await self._wait()
 
     async def _wait(self) -> None:
-        """Until a notification, the poll interval, or stop()."""
+        """Until a notification, the poll interval, or stop(). A listener that fails
+        (the store is down) is backed off on, the outage logged once."""
         waiter = asyncio.ensure_future(self._store.wait_for_cancels(self._poll))
         stopped = asyncio.ensure_future(self._stopped.wait())
         try:
-            await asyncio.wait({waiter, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({waiter, stopped}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for fut in (waiter, stopped):
                 fut.cancel()
             await asyncio.gather(waiter, stopped, return_exceptions=True)
+        if waiter not in done or waiter.cancelled():
+            return
+        exc = waiter.exception()
+        if exc is None:
+            self._backoff.succeeded()
+        elif isinstance(exc, StoreError):
+            await self._stopped.sleep(self._backoff.failed(exc))
+        elif exc is not None:
+            raise exc
