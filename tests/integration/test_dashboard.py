@@ -17,6 +17,7 @@ from starlette.testclient import TestClient
 
 from taskq.client import Client
 from taskq.exceptions import JobNotFound
+from taskq.ids import uuid7
 from taskq.testing import drain
 from taskq.web import DashboardSettings, create_app
 from tests import dashboard_actors as actors
@@ -208,6 +209,22 @@ def test_retry_discard_cancel_and_queue_pause_with_credentials(
             headers=auth,
         )
         assert bad.status_code == 400
+
+
+async def test_cancel_reaches_a_running_job(target, store, client) -> None:
+    """The Cancel button on a running job asks its worker to stop it (as taskq jobs
+    cancel does), recording who; it is not limited to queued jobs."""
+    job_id = client.enqueue_with(actors.add, [1, 2], queue="running-q")
+    (claimed,) = await store.claim(uuid7(), ["running-q"], 1, 30.0)
+    assert claimed.id == job_id
+    auth = basic("alice", TOKEN)
+    with app_for(target, allow_actions=True, token=TOKEN) as web:
+        token = csrf_of(web.get(f"/jobs/{job_id}", headers=auth).text)
+        done = web.post("/actions/cancel", data={"id": str(job_id), "csrf": token}, headers=auth)
+        assert done.status_code == 303
+    job = client.get(job_id)
+    assert job.state == "running" and job.cancel_requested
+    assert "alice" in (job.cancelled_by or "")
 
 
 def test_cli_refuses_actions_without_a_token_and_an_unmigrated_store(target, tmp_path) -> None:

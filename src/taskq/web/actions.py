@@ -19,6 +19,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from ..exceptions import TaskqError
 from ..insight import JobFilter
+from ..jobs import CancelResult
 from ..logs import get_logger
 from ..store import Store
 from .security import CSRF_FIELD, CSRF_HEADER, csrf_ok
@@ -103,9 +104,10 @@ async def act(request: Request) -> Response:
         else:
             count = len(await store.discard_jobs(ids))
         done = f"{count} job(s) discarded"
-    elif action == "cancel":
-        count = len(await store.cancel_jobs(ids))
-        done = f"{count} job(s) cancelled"
+    elif action == "cancel":  # queued: cancelled now; running: its worker stops it
+        results = await store.request_cancel(ids, by=f"dashboard:{caller}")
+        count = sum(result is not CancelResult.FINISHED for result, _ in results.values())
+        done = f"{count} job(s) cancelled or being stopped"
     else:
         return _refuse(404, f"no action {action!r}")
     _log(
