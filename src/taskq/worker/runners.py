@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -90,7 +91,8 @@ class Executor:
         try:
             return await self._execute(job)
         finally:
-            await solo.end()
+            if solo.end():  # a run_alone job waits for this one
+                await solo.wake()
 
     async def _execute(self, job: ClaimedJob) -> Outcome | None:
         plan = self._plans.get(job.actor)
@@ -128,11 +130,12 @@ class Executor:
         plan.finished["given_back" if result is None else result.kind.value].inc()
         return result
 
-    async def _run(self, job: ClaimedJob, plan: _Plan) -> Outcome | None:
+    def _run(self, job: ClaimedJob, plan: _Plan) -> Awaitable[Outcome | None]:
+        """The run's awaitable (not a coroutine of its own: one frame less a job)."""
         if plan.kind == CPU:
             assert self._cpu is not None  # no CPU plans without a pool
-            return await self._cpu.run_job(job, plan.actor)
-        return await self._run_here(job, plan)
+            return self._cpu.run_job(job, plan.actor)
+        return self._run_here(job, plan)
 
     async def _run_cancellable(
         self, job: ClaimedJob, plan: _Plan, ctx: JobContext, cancels: Cancels

@@ -39,12 +39,16 @@ class Solo:
         self._running += 1
         return True
 
-    async def end(self) -> None:
-        """The job ``begin`` let run is over; wake a ``run_alone`` job if one waits."""
+    def end(self) -> bool:
+        """The job ``begin`` let run is over; True if a ``run_alone`` job waits (or
+        runs): then ``await wake()``."""
         self._running -= 1
-        if self._alone:  # one waits (or runs): it checks ``_running`` under the lock
-            async with self._changed:
-                self._changed.notify_all()
+        return self._alone > 0
+
+    async def wake(self) -> None:
+        """Let a waiting ``run_alone`` job check ``_running`` again (under the lock)."""
+        async with self._changed:
+            self._changed.notify_all()
 
     @asynccontextmanager
     async def turn(self, job: ClaimedJob) -> AsyncIterator[bool]:
@@ -56,7 +60,8 @@ class Solo:
             try:
                 yield True
             finally:
-                await self.end()
+                if self.end():
+                    await self.wake()
             return
         self._alone += 1
         try:
