@@ -77,8 +77,8 @@ def drain_and_enqueue(out: dict, path: Path) -> bool:
     bars = [
         ("enqueue", "batch_per_s", "batch enqueue"),
         ("enqueue", "single_per_s", "single enqueue"),
-        ("drain_default", "jobs_per_s", "drain, default conc."),
-        ("drain_32", "jobs_per_s", "drain, conc. 32"),
+        ("drain_default", "jobs_per_s_with_startup", "drain, default conc.\n(with start-up)"),
+        ("drain_32", "jobs_per_s_with_startup", "drain, conc. 32\n(with start-up)"),
     ]
     bars = [b for b in bars if b[0] in out["cases"]]
     if not bars:
@@ -182,12 +182,42 @@ def rss_over_time(out: dict, path: Path) -> bool:
     return _save(fig, None, path)
 
 
+def soak_over_time(out: dict, path: Path) -> bool:
+    runs = [
+        r for r in out["cases"].get("soak", {}).get("results", {}).get("taskq", []) if r.get("ok")
+    ]
+    if not runs:
+        return False
+    r = runs[0]
+    minutes = [s["t_s"] / 60 for s in r["samples"]]
+    fig, (size, rows) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    for key, name in (("total_mib", "total"), ("heap_mib", "heap"), ("index_mib", "indexes")):
+        size.plot(minutes, [s[key] for s in r["samples"]], label=name)
+    size.set_ylabel("jobs table (MiB)")
+    size.set_ylim(bottom=0)
+    size.legend(fontsize=8)
+    size.grid(True, alpha=0.3)
+    for key, name in (("n_live_tup", "live"), ("n_dead_tup", "dead"), ("queued", "queued")):
+        rows.plot(minutes, [s[key] for s in r["samples"]], label=name)
+    rows.set_xlabel("minutes")
+    rows.set_ylabel("rows")
+    rows.set_ylim(bottom=0)
+    rows.legend(fontsize=8)
+    rows.grid(True, alpha=0.3)
+    size.set_title(
+        f"Soak: {r['target_rate']:,.0f} jobs/s asked, {r['enqueue_per_s']:,.0f} enqueued, "
+        f"{r['drain_per_s']:,.0f} finished; retention {r['retention_s']:.0f} s"
+    )
+    return _save(fig, None, path)
+
+
 PLOTS = {
     "throughput_vs_concurrency.png": throughput_vs_concurrency,
     "enqueue_and_drain.png": drain_and_enqueue,
     "latency_percentiles.png": latency_percentiles,
     "claim_scaling.png": claim_scaling,
     "rss.png": rss_over_time,
+    "soak.png": soak_over_time,
 }
 
 

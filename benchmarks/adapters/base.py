@@ -70,7 +70,7 @@ class Adapter:
             str(workdir),
         ]
         for key, value in params.items():
-            cmd += [f"--{key}", str(value)]
+            cmd += [f"--{key.replace('_', '-')}", str(value)]
         workdir.mkdir(parents=True, exist_ok=True)
         stderr_path = workdir / f"{scenario}.stderr"
         with open(stderr_path, "w") as stderr:

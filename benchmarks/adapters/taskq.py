@@ -1,7 +1,9 @@
 """taskq itself, on Postgres and on SQLite: the project's interpreter, the real
-``taskq worker`` command."""
+``taskq worker`` command. The settings named are read from taskq's own defaults."""
 
 from __future__ import annotations
+
+from taskq.worker.config import DEFAULT_ASYNC_CONCURRENCY, WORKER_DEFAULTS
 
 from .base import Adapter
 
@@ -11,8 +13,9 @@ ADAPTER = Adapter(
     dist="taskq",
     script="taskq_bench.py",
     backend="postgres",
-    defaults="taskq worker defaults: --max-concurrency 64 (all-async registry), "
-    "heartbeat 2 s, lease 10 s; AsyncClient.enqueue_many / enqueue",
+    defaults=f"taskq worker defaults: --max-concurrency {DEFAULT_ASYNC_CONCURRENCY} "
+    f"(all-async registry), heartbeat {WORKER_DEFAULTS.heartbeat_interval:g} s, "
+    f"lease {WORKER_DEFAULTS.lease:g} s; AsyncClient.enqueue_many / enqueue",
 )
 
 SQLITE_ADAPTER = Adapter(

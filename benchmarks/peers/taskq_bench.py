@@ -1,6 +1,6 @@
 """taskq under the shared scenarios, plus its own (claim scaling, RSS, workgroup recovery,
-the pgbench ceiling). Runs with the project's interpreter (the harness passes
-``sys.executable``), never in a peer's venv.
+the pgbench ceiling, the pruning soak: ``taskq_soak``). Runs with the project's
+interpreter (the harness passes ``sys.executable``), never in a peer's venv.
 
 The worker is the real ``taskq worker`` command (``python -m taskq worker``) with its
 defaults (``--max-concurrency``: 64 for its all-async registry, 2 s heartbeat, 10 s
@@ -28,6 +28,7 @@ from uuid import UUID
 
 import _common
 import taskq_actors
+import taskq_soak
 
 import taskq
 from taskq.ids import uuid7
@@ -177,29 +178,29 @@ FROM generate_series(%(offset)s + 1, %(offset)s + %(n)s) AS g,
      LATERAL (SELECT lpad(to_hex(g), 12, '0') AS h) AS hex
 """
 
+#: the rows that reference jobs (job_errors, ...) go with them
+TRUNCATE_JOBS = f"TRUNCATE {SCHEMA}.jobs CASCADE"
+
 
 def claim_scaling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
-    """Claim + complete batches of ``batch`` against tables of growing size.
+    """Claim + complete batches of ``batch`` against tables of growing size: each of
+    ``--sizes`` queued rows, then as many finished (succeeded) rows as the largest,
+    retained beside the smallest number of queued ones.
 
-    ``--n`` is the largest size; sizes are n/100, n/10, n queued rows, then n finished
-    (succeeded) rows retained beside n/100 queued. Rows are built with one
-    ``INSERT ... SELECT generate_series`` (ids time-ordered, as taskq's UUIDv7 are, so
-    claim order is heap order) and the table is VACUUM ANALYZEd, as autovacuum would
-    have done on a live table."""
+    Rows are built with one ``INSERT ... SELECT generate_series`` (ids time-ordered, as
+    taskq's UUIDv7 are, so claim order is heap order) and the table is VACUUM ANALYZEd,
+    as autovacuum would have done on a live table. ``build_s`` is how long that took."""
     import psycopg
 
-    sizes = [
-        ("queued", max(1, args.n // 100)),
-        ("queued", max(1, args.n // 10)),
-        ("queued", args.n),
-        ("finished", args.n),
-    ]
-    rounds = min(args.single, sizes[0][1] // args.batch)  # never claim the queue empty
+    queued = sorted(int(v) for v in args.sizes.split(","))
+    smallest = queued[0]
+    sizes = [*(("queued", n) for n in queued), ("finished", queued[-1])]
+    rounds = min(args.single, smallest // args.batch)  # never claim the queue empty
     worker_id = uuid7()
     out = {}
     with psycopg.connect(peer.dsn, autocommit=True) as conn:
         for label, size in sizes:
-            conn.execute(f"TRUNCATE {SCHEMA}.jobs")
+            conn.execute(TRUNCATE_JOBS)
             t0 = time.perf_counter()
             if label == "queued":
                 conn.execute(
@@ -211,7 +212,7 @@ def claim_scaling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
                 )
                 conn.execute(
                     FILL_SQL.format(schema=SCHEMA),
-                    {"state": "queued", "n": max(1, args.n // 100), "offset": size},
+                    {"state": "queued", "n": smallest, "offset": size},
                 )
             conn.execute(f"VACUUM ANALYZE {SCHEMA}.jobs")
             build_s = time.perf_counter() - t0
@@ -230,7 +231,7 @@ def claim_scaling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
                     [a + b for a, b in zip(claim_ms, complete_ms, strict=True)], 50
                 ),
             }
-        conn.execute(f"TRUNCATE {SCHEMA}.jobs")
+        conn.execute(TRUNCATE_JOBS)
     return {"batch": args.batch, "rounds": rounds, "sizes": out}
 
 
@@ -253,10 +254,21 @@ async def _claim_rounds(
 
 
 # -- (g) the ceiling: pgbench running the store's own claim + complete SQL -------------------
+def default_claim_size() -> int:
+    """The most one claim of a ``taskq worker`` with its defaults takes: its default
+    ``--max-concurrency`` for this benchmark's (all-async) registry."""
+    from taskq.worker.config import default_concurrency
+
+    return default_concurrency(taskq_actors.registry)
+
+
 def pgbench_script(batch: int) -> str:
     """The store's ``claim`` and ``complete`` blocks from postgres.sql, verbatim, with
     psycopg parameters turned into pgbench variables. The claim's RETURNING rows are
-    aggregated into two arrays (``\\gset``) that feed ``complete``, as the acker does."""
+    aggregated into two arrays (``\\gset``) that feed ``complete``, as the acker does; every
+    outcome is a success with no result, error, meta or blame (a no-op job's). A
+    parameter the store's SQL gained and this script does not know is an error, never a
+    guess."""
     from taskq.store.sqlfile import parse_queries
 
     sql_path = Path(taskq.__file__).parent / "store" / "postgres.sql"
@@ -269,6 +281,10 @@ def pgbench_script(batch: int) -> str:
         "coalesce(array_agg(attempt), '{}')::text AS atts FROM claimed"
     )
     count = "cardinality(:ids::uuid[])"
+
+    def each(value: str) -> str:
+        return f"array_fill({value}, ARRAY[{count}])"
+
     params = {
         "queues": "'{default}'",
         "exclude_actors": "'{}'",
@@ -278,12 +294,20 @@ def pgbench_script(batch: int) -> str:
         "channel": "'taskq_taskq'",
         "ids": ":ids",
         "attempts": ":atts",
-        "kinds": f"array_fill('succeeded'::text, ARRAY[{count}])",
-        "results": f"array_fill(NULL::text, ARRAY[{count}])",
-        "errors": f"array_fill(NULL::text, ARRAY[{count}])",
-        "delays": f"array_fill(0::float8, ARRAY[{count}])",
-        "reasons": f"array_fill(NULL::text, ARRAY[{count}])",
+        "kinds": each("'succeeded'::text"),
+        "results": each("NULL::text"),
+        "errors": each("NULL::text"),
+        "delays": each("0::float8"),
+        "reasons": each("NULL::text"),
+        "metas": each("NULL::text"),
+        "blames": each("false"),
     }
+    unknown = sorted(set(re.findall(r"%\((\w+)\)s", claim + complete)) - params.keys())
+    if unknown:
+        raise RuntimeError(
+            f"pgbench_script: {sql_path.name} uses parameters this script does not fill: "
+            f"{', '.join(unknown)}"
+        )
 
     def fill(sql: str) -> str:
         sql = re.sub(r"%\((\w+)\)s", lambda m: params[m.group(1)], sql)
@@ -293,23 +317,26 @@ def pgbench_script(batch: int) -> str:
 
 
 def ceiling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
-    """pgbench, ``concurrency`` clients, each transaction = one claim of ``batch`` + one
-    complete, until ``n`` queued rows are gone. Jobs/s = rows finished / wall time."""
+    """pgbench, 1 client and ``concurrency`` clients, each transaction = one claim of
+    ``batch`` (0: the default worker's claim size) + one complete, until ``n`` queued rows
+    are gone. Jobs/s = rows finished / wall time; every claimed row must end
+    ``succeeded`` (else the script did not do what the store does, and it says so)."""
     import psycopg
 
     pgbench = shutil.which("pgbench")
     if pgbench is None:
         return {"ok": False, "error": "pgbench not found on PATH"}
-    script = pgbench_script(args.batch)
-    out = {"batch": args.batch, "script": script}
+    batch = args.batch or default_claim_size()
+    script = pgbench_script(batch)
+    out: dict[str, object] = {"batch": batch, "script": script}
     for clients in sorted({1, max(1, args.concurrency or 2)}):
         with psycopg.connect(peer.dsn, autocommit=True) as conn:
-            conn.execute(f"TRUNCATE {SCHEMA}.jobs")
+            conn.execute(TRUNCATE_JOBS)
             conn.execute(
                 FILL_SQL.format(schema=SCHEMA), {"state": "queued", "n": args.n, "offset": 0}
             )
             conn.execute(f"VACUUM ANALYZE {SCHEMA}.jobs")
-        per_client = max(1, args.n // (clients * args.batch))
+        per_client = max(1, args.n // (clients * batch))
         with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as fh:
             fh.write(script)
         env = dict(os.environ, PGOPTIONS=f"-c search_path={SCHEMA}")
@@ -340,9 +367,15 @@ def ceiling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
         if proc.returncode != 0:
             return {"ok": False, "error": "pgbench failed: " + proc.stderr.strip()[-400:]}
         with psycopg.connect(peer.dsn, autocommit=True) as conn:
-            done = conn.execute(
-                f"SELECT count(*) FROM {SCHEMA}.jobs WHERE state = 'succeeded'"
-            ).fetchone()[0]
+            states = dict(conn.execute(f"SELECT state, count(*) FROM {SCHEMA}.jobs GROUP BY state"))
+        claimed = min(args.n, per_client * clients * batch)
+        done = states.get("succeeded", 0)
+        if done != claimed or states.get("running"):
+            return {
+                "ok": False,
+                "error": f"pgbench script: {claimed} rows claimed should have ended "
+                f"succeeded; the table holds {states}",
+            }
         tps = re.search(r"tps = ([\d.]+) \(without initial", proc.stdout)
         out[f"clients_{clients}"] = {
             "jobs": done,
@@ -350,7 +383,6 @@ def ceiling(peer: TaskqPeer, args: argparse.Namespace) -> dict:
             "jobs_per_s": done / wall,
             "tps": float(tps.group(1)) if tps else None,
         }
-    out["jobs_per_s"] = max(v["jobs_per_s"] for k, v in out.items() if k.startswith("clients_"))
     return out
 
 
@@ -405,14 +437,16 @@ def rss(peer: TaskqPeer, args: argparse.Namespace) -> dict:
     finally:
         _common.stop(proc)
     kib = [s[2] for s in samples]
-    tenth = max(1, len(kib) // 10)
+    # the tenths are of the jobs (progress comes in ticks of 10,000: at least one sample)
+    first = [k for _t, done, k in samples if done <= args.n // 10] or kib[:1]
+    last = [k for _t, done, k in samples if done >= args.n - args.n // 10] or kib[-1:]
     return {
         "jobs": args.n,
         "seconds": samples[-1][0],
         "samples": samples,
         "jobs_per_s": args.n / samples[-1][0],
-        "rss_start_mib": statistics.median(kib[:tenth]) / 1024,
-        "rss_end_mib": statistics.median(kib[-tenth:]) / 1024,
+        "rss_start_mib": statistics.median(first) / 1024,
+        "rss_end_mib": statistics.median(last) / 1024,
         "rss_max_mib": max(kib) / 1024,
     }
 
@@ -428,7 +462,19 @@ def main() -> None:
             "claim_scaling",
             "ceiling",
             "rss",
+            "soak",
         ]
+    )
+    parser.add_argument(
+        "--sizes", default="10000,100000", help="claim_scaling: queued rows, comma-separated"
+    )
+    parser.add_argument("--rate", type=float, default=5000.0, help="soak: jobs/s enqueued")
+    parser.add_argument("--duration", type=float, default=600.0, help="soak: seconds")
+    parser.add_argument(
+        "--retention", type=float, default=60.0, help="soak: retention_succeeded (s)"
+    )
+    parser.add_argument(
+        "--prune-interval", type=float, default=0.0, help="soak: prune_interval (0: default)"
     )
     args = parser.parse_args()
     _common.run_main(
@@ -440,6 +486,7 @@ def main() -> None:
             "claim_scaling": claim_scaling,
             "ceiling": ceiling,
             "rss": rss,
+            "soak": lambda peer, a: taskq_soak.soak(peer, a, SCHEMA),
         },
     )
 

@@ -1,8 +1,8 @@
-"""Scenario families (issue 6 item 2), one module each; ``CASES`` in run order."""
+"""Scenario families (issues 6 and 13), one module each; ``CASES`` in run order."""
 
 from __future__ import annotations
 
-from . import ceiling, claims, latency, memory, recovery, sqlite, throughput
+from . import ceiling, claims, latency, memory, recovery, soak, sqlite, throughput
 from .base import Case, Metric, lookup
 
 CASES: tuple[Case, ...] = (
@@ -14,6 +14,7 @@ CASES: tuple[Case, ...] = (
     *ceiling.CASES,
     *throughput.SWEEP,
     *memory.CASES,
+    *soak.CASES,
 )
 FAMILIES = tuple(dict.fromkeys(c.family for c in CASES))
 

@@ -1,16 +1,18 @@
-"""(e) taskq claim latency with 10k, 100k and 1M queued rows, and with 1M finished rows
-retained (rows built with INSERT ... SELECT generate_series; claim + complete of
-batches of 10)."""
+"""(e) taskq claim latency against table size: 10k, 100k, 1M and 10M queued rows, then
+10M finished rows retained beside 10k queued (rows built with INSERT ... SELECT
+generate_series, then VACUUM ANALYZE; claim + complete of batches of 10)."""
 
 from __future__ import annotations
 
 from .base import Case, Metric
 
+FULL_SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
+QUICK_SIZES = (1000, 10_000, 100_000)
 
-def _metrics(n: int) -> tuple[Metric, ...]:
-    sizes = [("queued", n // 100), ("queued", n // 10), ("queued", n), ("finished", n)]
+
+def _metrics(queued: tuple[int, ...]) -> tuple[Metric, ...]:
     out = []
-    for label, size in sizes:
+    for label, size in [*(("queued", n) for n in queued), ("finished", queued[-1])]:
         key = f"sizes.{label}_{size}"
         name = f"{size:,} {label}"
         out.append(Metric(f"{key}.claim_p50_ms", f"claim p50, {name}", "ms", False, 2))
@@ -19,8 +21,9 @@ def _metrics(n: int) -> tuple[Metric, ...]:
     return tuple(out)
 
 
-FULL_N = 1_000_000
-QUICK_N = 100_000
+def _sizes(queued: tuple[int, ...]) -> str:
+    return ",".join(str(n) for n in queued)
+
 
 CASES = (
     Case(
@@ -30,10 +33,11 @@ CASES = (
         script_scenario="claim_scaling",
         subject="taskq",
         peers=(),
-        full={"n": FULL_N, "batch": 10, "single": 300},
-        quick={"n": QUICK_N, "batch": 10, "single": 30},
-        metrics=_metrics(FULL_N),
-        timeout=1200,
-        extra={"quick_metrics": _metrics(QUICK_N)},
+        full={"sizes": _sizes(FULL_SIZES), "batch": 10, "single": 1000},
+        quick={"sizes": _sizes(QUICK_SIZES), "batch": 10, "single": 30},
+        metrics=_metrics(FULL_SIZES),
+        timeout=3600,
+        full_runs=1,
+        extra={"quick_metrics": _metrics(QUICK_SIZES)},
     ),
 )
