@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 
-def describe(pg_version: str | None) -> dict[str, object]:
+def describe(
+    pg_version: str | None, pg_settings: dict[str, dict[str, object]] | None = None
+) -> dict[str, object]:
     cpu = "unknown"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -45,6 +47,7 @@ def describe(pg_version: str | None) -> dict[str, object]:
         "kernel": platform.release(),
         "python": sys.version.split()[0],
         "postgres": pg_version,
+        "postgres_settings": pg_settings or {},
         "redis": redis,
         "pgbench": pgbench,
         "sqlite": __import__("sqlite3").sqlite_version,

@@ -35,3 +35,26 @@ def drop(admin_dsn: str, database: str) -> None:
 def server_version(admin_dsn: str) -> str:
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         return conn.execute("SHOW server_version").fetchone()[0]
+
+
+#: the server settings a reader of the results needs to know (queue tables live on them)
+SETTINGS = (
+    "autovacuum",
+    "autovacuum_naptime",
+    "fsync",
+    "synchronous_commit",
+    "shared_buffers",
+    "max_wal_size",
+)
+
+
+def settings(admin_dsn: str) -> dict[str, dict[str, object]]:
+    """name -> {"value": ..., "default": whether the server runs Postgres's default}."""
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT name, current_setting(name), boot_val = reset_val FROM pg_settings "
+            "WHERE name = ANY(%s)",
+            [list(SETTINGS)],
+        ).fetchall()
+    found = {name: {"value": value, "default": default} for name, value, default in rows}
+    return {name: found[name] for name in SETTINGS if name in found}

@@ -190,6 +190,17 @@ def targets_table(items: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def pg_settings(machine: dict) -> str:
+    """The server settings that matter, the ones not at Postgres's default in bold."""
+    found = machine.get("postgres_settings") or {}
+    if not found:
+        return "settings not recorded"
+    return ", ".join(
+        f"{name} {s['value']}" if s["default"] else f"**{name} {s['value']} (not the default)**"
+        for name, s in found.items()
+    )
+
+
 def markdown(out: dict, quick: bool) -> str:
     """The generated part of docs/benchmarks.md: machine, versions, table, targets."""
     m = out["machine"]
@@ -200,9 +211,8 @@ def markdown(out: dict, quick: bool) -> str:
         "",
         f"- machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory_gib']} GiB, Linux "
         f"{m['kernel']}, Python {m['python']}",
-        f"- Postgres {m['postgres']} (local, default settings: fsync and synchronous_commit "
-        f"on), {m['pgbench'] or 'no pgbench'}, {m['redis'] or 'no Redis'}, "
-        f"SQLite {m['sqlite']}",
+        f"- Postgres {m['postgres']} (local; {pg_settings(m)}), "
+        f"{m['pgbench'] or 'no pgbench'}, {m['redis'] or 'no Redis'}, SQLite {m['sqlite']}",
     ]
     for info in (out["systems"][s] for s in ordered_systems(out)):
         state = info["version"] if info["available"] else f"unavailable: {info['error']}"

@@ -227,10 +227,11 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    pg_version = None
+    pg_version, pg_settings = None, None
     if needs_pg:
         try:
             pg_version = pgadmin.server_version(admin_dsn)
+            pg_settings = pgadmin.settings(admin_dsn)
         except Exception as exc:
             print(
                 f"benchmarks: cannot reach Postgres at {admin_dsn}: {exc}".splitlines()[0],
@@ -256,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         "started_at": started_at.isoformat(timespec="seconds"),
         "command": "python -m benchmarks.run "
         + " ".join(argv if argv is not None else sys.argv[1:]),
-        "machine": machine.describe(pg_version),
+        "machine": machine.describe(pg_version, pg_settings),
         "systems": {
             n: {
                 "label": a.label,

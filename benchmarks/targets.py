@@ -127,6 +127,10 @@ def _soak(cases: dict) -> list[dict]:
     short = ""
     if r["target_rate"] < soak.TARGET_RATE or r["target_duration_s"] < soak.TARGET_DURATION_S:
         short = f"a {r['target_duration_s']:.0f} s run at {r['target_rate']:,.0f} jobs/s"
+    elif r.get("autovacuum") == "off":
+        # pruned rows are dead tuples until a vacuum: without autovacuum every queue table
+        # grows, and claims wade through the dead index entries (docs/benchmarks.md)
+        short = "autovacuum is off on this Postgres server"
     rate = min(r["enqueue_per_s"], r["drain_per_s"])
     growth = r["backlog"]["end"] - r["backlog"]["ref"]
     size = r["size"]["end_mib"] / r["size"]["ref_mib"] if r["size"]["ref_mib"] else None

@@ -9,7 +9,8 @@ from pg_stat_user_tables, the queued and running backlog, and what was enqueued 
 finished so far. The result keeps the samples and names three of them: ``start`` (the
 first), ``ref`` (at 30% of the run: the first moment retention, one prune pass and one
 autovacuum pass have all happened in a 10-minute run) and ``end`` (the last); the
-targets compare the last tenth of the run with ``ref``.
+targets compare the last tenth of the run with ``ref``. ``autovacuum`` is the server's
+setting: with it off nothing reclaims the pruned rows' space, whatever the pruning does.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ def soak(peer, args: argparse.Namespace, schema: str) -> dict:
             )
             if proc.poll() is not None:
                 raise RuntimeError(f"worker exited {proc.returncode}: {_common.tail(log)}")
+            autovacuum = conn.execute("SHOW autovacuum").fetchone()[0]
             t0 = time.monotonic()
             samples.append(_sample(conn, schema, 0.0, 0))
             next_sample, next_tick = args.interval, TICK_S
@@ -109,7 +111,7 @@ def soak(peer, args: argparse.Namespace, schema: str) -> dict:
             samples.append(_sample(conn, schema, time.monotonic() - t0, sent))
     finally:
         _common.stop(proc, grace=30.0)
-    return summarise(samples, args)
+    return {**summarise(samples, args), "autovacuum": autovacuum}
 
 
 def summarise(samples: list[dict], args: argparse.Namespace) -> dict:

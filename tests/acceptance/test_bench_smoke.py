@@ -1,6 +1,6 @@
 """`python -m benchmarks.run --quick --only taskq` runs offline against the test Postgres
 and writes its JSON results. A smoke test of the harness: it asserts the shape of the
-results, never a timing."""
+results (every issue-13 target present, the scale and soak fields), never a timing."""
 
 from __future__ import annotations
 
@@ -10,10 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from benchmarks import targets
+from benchmarks.scenarios import claims
+
+from taskq.worker.config import DEFAULT_ASYNC_CONCURRENCY
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_quick_taskq_bench_writes_results(pg_dsn: str, tmp_path: Path) -> None:
+def quick_run(pg_dsn: str, tmp_path: Path, scenarios: str) -> tuple[dict, str]:
     out = tmp_path / "quick.json"
     env = dict(os.environ, TASKQ_BENCH_PG_DSN=pg_dsn)
     proc = subprocess.run(
@@ -25,7 +31,7 @@ def test_quick_taskq_bench_writes_results(pg_dsn: str, tmp_path: Path) -> None:
             "--only",
             "taskq",
             "--scenarios",
-            "enqueue,drain",
+            scenarios,
             "--out",
             str(out),
             "--workdir",
@@ -39,25 +45,93 @@ def test_quick_taskq_bench_writes_results(pg_dsn: str, tmp_path: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=280,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return json.loads(out.read_text()), proc.stdout
 
-    results = json.loads(out.read_text())
+
+def only_run(results: dict, case: str) -> dict:
+    (run,) = results["cases"][case]["results"]["taskq"]
+    assert run["ok"], run
+    return run
+
+
+def test_quick_taskq_bench_writes_results(pg_dsn: str, tmp_path: Path) -> None:
+    results, stdout = quick_run(pg_dsn, tmp_path, "enqueue,drain")
     assert results["mode"] == "quick"
     assert {"machine", "systems", "cases", "targets", "derived"} <= results.keys()
     assert set(results["systems"]) == {"taskq"}
     assert set(results["cases"]) == {"enqueue", "drain_default", "drain_32"}
-    enqueue = results["cases"]["enqueue"]["results"]["taskq"][0]
-    assert enqueue["ok"], enqueue
+    enqueue = only_run(results, "enqueue")
     assert enqueue["batch_jobs"] > 0 and enqueue["single_jobs"] > 0
     assert {"batch_per_s", "single_per_s"} <= enqueue.keys()
     for case in ("drain_default", "drain_32"):
-        (run,) = results["cases"][case]["results"]["taskq"]
-        assert run["ok"], run
+        run = only_run(results, case)
         assert run["jobs"] == results["cases"][case]["params"]["n"]
-        assert "jobs_per_s" in results["cases"][case]["summary"]["taskq"]
-    assert "batch enqueue" in proc.stdout  # the printed table
+        assert {"jobs_per_s", "jobs_per_s_with_startup"} <= results["cases"][case]["summary"][
+            "taskq"
+        ].keys()
+    assert "batch enqueue" in stdout  # the printed table
+    # every target is listed; with no peer in the run, the ratios are not measured
+    listed = {t["target"]: t for t in results["targets"]}
+    assert listed.keys() == {t["target"] for t in targets.evaluate({}, {})}
+    peer_targets = [t for name, t in listed.items() if "PgQueuer" in name or "Huey" in name]
+    assert len(peer_targets) == 8
+    for t in peer_targets:
+        assert t == {**t, "value": targets.NOT_MEASURED, "met": None}
+    assert "targets (issue 13):" in stdout
+
+
+@pytest.mark.timeout(300)
+def test_quick_scale_ceiling_and_soak_have_their_fields(pg_dsn: str, tmp_path: Path) -> None:
+    results, stdout = quick_run(pg_dsn, tmp_path, "claim,ceiling,soak")
+    assert set(results["cases"]) == {"claim_scaling", "ceiling", "soak"}
+
+    scaling = only_run(results, "claim_scaling")
+    expected = [f"queued_{n}" for n in claims.QUICK_SIZES] + [f"finished_{claims.QUICK_SIZES[-1]}"]
+    assert list(scaling["sizes"]) == expected
+    for size in scaling["sizes"].values():
+        assert {"rows", "build_s", "claim_p50_ms", "claim_p99_ms", "complete_p50_ms"} <= (
+            size.keys()
+        )
+
+    ceiling = only_run(results, "ceiling")
+    assert ceiling["batch"] == DEFAULT_ASYNC_CONCURRENCY  # the default worker's claim
+    for clients in ("clients_1", "clients_2"):
+        # the case is ok only if every claimed row ended succeeded
+        assert ceiling[clients]["jobs"] > 0
+        assert "jobs_per_s" in ceiling[clients]
+
+    soak = only_run(results, "soak")
+    assert soak["target_rate"] == results["cases"]["soak"]["params"]["rate"]
+    assert 0 < soak["enqueued"] and 0 <= soak["finished"] <= soak["enqueued"]
+    assert {"enqueue_per_s", "drain_per_s", "duration_s", "retention_s"} <= soak.keys()
+    for point in ("start", "ref", "end"):
+        assert {
+            "t_s",
+            "total_mib",
+            "heap_mib",
+            "index_mib",
+            "n_live_tup",
+            "n_dead_tup",
+            "queued",
+        } <= soak[point].keys()
+    assert soak["start"]["t_s"] < soak["ref"]["t_s"] < soak["end"]["t_s"]
+    assert {"ref", "end", "max"} <= soak["backlog"].keys()
+    assert {"ref_mib", "end_mib"} <= soak["size"].keys()
+    assert len(soak["samples"]) >= 3
+
+    # a quick run reports the scale and soak figures but judges none of them
+    listed = {t["target"]: t for t in results["targets"]}
+    judged_by_size = [n for n in listed if n.startswith(("claim latency", "soak:"))]
+    assert len(judged_by_size) == 4
+    for name in judged_by_size:
+        assert listed[name]["met"] is None and "not judged" in listed[name]["value"]
+    # the ceiling fraction needs the drain, which this run did not have
+    (ceiling_target,) = [t for n, t in listed.items() if "pgbench" in n]
+    assert ceiling_target["value"] == targets.NOT_MEASURED
+    assert "ceiling: drain_default vs ceiling" not in stdout
 
 
 def test_unknown_scenario_family_is_one_clear_line(tmp_path: Path) -> None:
