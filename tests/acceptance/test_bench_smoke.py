@@ -61,6 +61,7 @@ def test_quick_taskq_bench_writes_results(pg_dsn: str, tmp_path: Path) -> None:
     results, stdout = quick_run(pg_dsn, tmp_path, "enqueue,drain")
     assert results["mode"] == "quick"
     assert {"machine", "systems", "cases", "targets", "derived"} <= results.keys()
+    assert "autovacuum" in results["machine"]["postgres_settings"]
     assert set(results["systems"]) == {"taskq"}
     assert set(results["cases"]) == {"enqueue", "drain_default", "drain_32"}
     enqueue = only_run(results, "enqueue")
@@ -107,6 +108,7 @@ def test_quick_scale_ceiling_and_soak_have_their_fields(pg_dsn: str, tmp_path: P
     assert soak["target_rate"] == results["cases"]["soak"]["params"]["rate"]
     assert 0 < soak["enqueued"] and 0 <= soak["finished"] <= soak["enqueued"]
     assert {"enqueue_per_s", "drain_per_s", "duration_s", "retention_s"} <= soak.keys()
+    assert soak["autovacuum"] in ("on", "off")  # the server's, as the judgement needs it
     for point in ("start", "ref", "end"):
         assert {
             "t_s",
