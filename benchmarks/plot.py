@@ -147,7 +147,8 @@ def claim_scaling(out: dict, path: Path) -> bool:
     ]
     if not runs:
         return False
-    sizes = runs[0]["sizes"]
+    # queued tables by size, then the finished one (JSON keys come back sorted)
+    sizes = sorted(runs[0]["sizes"], key=lambda k: (k.startswith("finished"), int(k.split("_")[1])))
     labels = [k.replace("_", " ") for k in sizes]
     fig, ax = plt.subplots(figsize=(7, 4))
     for key, name in (

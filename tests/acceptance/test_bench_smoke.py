@@ -91,7 +91,7 @@ def test_quick_scale_ceiling_and_soak_have_their_fields(pg_dsn: str, tmp_path: P
 
     scaling = only_run(results, "claim_scaling")
     expected = [f"queued_{n}" for n in claims.QUICK_SIZES] + [f"finished_{claims.QUICK_SIZES[-1]}"]
-    assert list(scaling["sizes"]) == expected
+    assert set(scaling["sizes"]) == set(expected)
     for size in scaling["sizes"].values():
         assert {"rows", "build_s", "claim_p50_ms", "claim_p99_ms", "complete_p50_ms"} <= (
             size.keys()

@@ -66,6 +66,7 @@ def scaling_case(largest: int, p50s: list[float]) -> dict:
         f"{label}_{min(n, largest)}": {"rows": min(n, largest), "claim_p50_ms": p50}
         for (label, n), p50 in zip(sizes, p50s, strict=True)
     }
+    runs = dict(sorted(runs.items()))  # as the JSON results hold them: keys sorted
     return {"claim_scaling": {"results": {"taskq": [{"ok": True, "sizes": runs}]}}}
 
 
