@@ -19,20 +19,21 @@ Accepted connections, resolved to the driver's own connection:
 A connection that reaches another server, database or schema is refused before
 anything is written: on Postgres the server (port and start time), the database and a
 ``<schema>.jobs`` table must match the store's; on SQLite, the file. SQLAlchemy and
-Django are imported only when such a connection is passed.
+Django are imported only when such a connection is passed; psycopg is never imported
+here (a psycopg connection exists only once the application loaded psycopg), so an
+application on SQLite does not load it.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
-
-import psycopg
 
 from .exceptions import ConfigError, StoreError
 from .jobs import JobSpec
@@ -63,10 +64,14 @@ def _refuse(obj: Any, why: str = "") -> ConfigError:
 
 
 def _from_driver(obj: Any, source: Any) -> Target:
-    if isinstance(obj, psycopg.Connection | psycopg.Cursor):
-        return Target(PG_SYNC, obj)
-    if isinstance(obj, psycopg.AsyncConnection | psycopg.AsyncCursor):
-        return Target(PG_ASYNC, obj)
+    # looked up, not imported: an object is a psycopg connection only if the application
+    # loaded psycopg (a process on SQLite never does)
+    psycopg: Any = sys.modules.get("psycopg")
+    if psycopg is not None:
+        if isinstance(obj, psycopg.Connection | psycopg.Cursor):
+            return Target(PG_SYNC, obj)
+        if isinstance(obj, psycopg.AsyncConnection | psycopg.AsyncCursor):
+            return Target(PG_ASYNC, obj)
     if isinstance(obj, sqlite3.Connection):
         return Target(SQLITE_CONN, obj)
     raise _refuse(source, f" whose driver connection is a {type(obj).__qualname__}")
@@ -113,6 +118,8 @@ _checked: weakref.WeakKeyDictionary[Any, set[tuple[int, str, str]]] = weakref.We
 
 def _pg_connection(target: Target) -> Any:
     conn = target.conn
+    import psycopg  # loaded already: the target is one of its objects
+
     return conn.connection if isinstance(conn, psycopg.Cursor | psycopg.AsyncCursor) else conn
 
 
@@ -196,10 +203,15 @@ def enqueue_sync(
     ``identity`` gives the store's own (database, port, start time), asked only the
     first time a connection is checked."""
     _store_kind(store, target)
-    try:
-        if target.kind == SQLITE_CONN:
+    if target.kind == SQLITE_CONN:
+        try:
             _check_sqlite(store, target.conn)
             return sqlite_enqueue(target.conn, specs)
+        except sqlite3.Error as exc:
+            raise _driver_error(exc) from exc
+    import psycopg  # loaded already: the target is one of its objects
+
+    try:
         if not _already_checked(store, target):
             row = target.conn.execute(
                 store.enqueue_sql["connection_identity"], {"jobs_table": jobs_table(store.schema)}
@@ -207,7 +219,7 @@ def enqueue_sync(
             _judge(store, tuple(row.values()) if isinstance(row, dict) else row, identity())
             _remember(store, target)
         return run_sync(target.conn, pg_steps(store.enqueue_sql, specs))
-    except (psycopg.Error, sqlite3.Error) as exc:
+    except psycopg.Error as exc:
         raise _driver_error(exc) from exc
 
 
@@ -219,6 +231,8 @@ async def enqueue_async(store: Any, obj: Any, specs: Sequence[JobSpec]) -> list[
     ours = await store.identity() if target.kind != SQLITE_CONN else ()
     if not target.is_async:
         return enqueue_sync(store, target, specs, lambda: ours)
+    import psycopg  # loaded already: the target is one of its objects
+
     try:
         if not _already_checked(store, target):
             cur = await target.conn.execute(

@@ -12,7 +12,10 @@ answer is one id per spec: its own, or the holder's (a duplicate).
 
 On Postgres the sequence is written once, as a generator of ``(statement, params,
 wants_rows)`` steps (``pg_steps``), and driven by a sync or an async cursor
-(``run_sync``/``run_async``); psycopg connections and cursors both work.
+(``run_sync``/``run_async``); psycopg connections and cursors both work. Only the two
+Postgres-only helpers that quote the schema (``pg_statements``, ``jobs_table``) need
+psycopg itself, and import it when called: they run for a Postgres store or a
+psycopg connection only, so an application on SQLite never loads psycopg.
 """
 
 from __future__ import annotations
@@ -22,8 +25,6 @@ import time
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 from uuid import UUID
-
-from psycopg import sql
 
 from ..exceptions import StoreError
 from ..jobs import JobSpec
@@ -56,12 +57,16 @@ def needs_full(specs: Sequence[JobSpec]) -> bool:
 
 def pg_statements(schema: str) -> dict[str, str]:
     """The enqueue statements with the schema filled in (once per store)."""
+    from psycopg import sql
+
     ident = sql.Identifier(schema)
     return {name: sql.SQL(PG[name]).format(schema=ident).as_string(None) for name in PG_STATEMENTS}
 
 
 def jobs_table(schema: str) -> str:
     """``"schema".jobs`` as ``to_regclass`` takes it."""
+    from psycopg import sql
+
     return sql.Identifier(schema).as_string(None) + ".jobs"
 
 

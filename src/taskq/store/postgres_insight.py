@@ -18,49 +18,13 @@ from psycopg.rows import DictRow, dict_row
 
 from ..insight import LAST_ID, JobError, JobFilter, QueueActivity, QueueDepth, WorkgroupReport
 from ..jobs import Job, QueueInfo
-from .queues import overview
+from .queues import activities, backlog_depths, depths, overview
 from .rows import Codec
 from .sqlfile import load_queries
 
 Q = load_queries("postgres.sql")
 
 Fetch = Callable[[str, dict[str, Any] | None], Awaitable[Any]]
-
-
-def depths(rows: Sequence[Mapping[str, Any]]) -> list[QueueDepth]:
-    """``queue_backlog`` rows -> one ``QueueDepth`` per queue, by name."""
-    found: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        queue, state = row["queue"], row["state"]
-        entry = found.setdefault(queue, {"queue": queue})
-        entry[state] = int(row["jobs"])
-        if state == "queued":
-            entry["oldest_due_age"] = max(0.0, float(row["oldest_due_age"]))
-    return [QueueDepth(**found[q]) for q in sorted(found)]
-
-
-def backlog_depths(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """``queue_backlog`` rows as the ``depths`` rows of ``queues.overview``."""
-    return [
-        {
-            "queue": r["queue"],
-            "state": r["state"],
-            "n": r["jobs"],
-            "oldest_s": r["oldest_due_age"]
-            if r["state"] == "queued" and r["oldest_due_age"] > 0
-            else None,
-        }
-        for r in rows
-    ]
-
-
-def activities(rows: Sequence[Mapping[str, Any]]) -> list[QueueActivity]:
-    """``queue_activity`` rows -> one ``QueueActivity`` per queue, by name."""
-    keys = {"succeeded": "succeeded", "failed_run": "failed_runs", "dead": "dead"}
-    found: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        found.setdefault(row["queue"], {"queue": row["queue"]})[keys[row["kind"]]] = int(row["n"])
-    return [QueueActivity(**found[q]) for q in sorted(found)]
 
 
 class PostgresInsight:

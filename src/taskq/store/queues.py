@@ -1,5 +1,8 @@
 """Queue views and limits, as the stores share them (no I/O).
 
+``depths``, ``backlog_depths`` and ``activities`` fold the rows of the stores'
+``queue_backlog`` and ``queue_activity`` statements (the same columns on both).
+
 Both stores read the same three things for ``taskq queues``: jobs per (queue, state)
 with the oldest due job's wait, the ``queues`` rows (pause state) and the ``limits``
 rows, as named rows. ``overview`` folds them into one ``QueueInfo`` per queue, sorted by
@@ -9,8 +12,10 @@ jobs or limits drops out of the list.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
+from ..insight import QueueActivity, QueueDepth
 from ..jobs import ALL_STATES, Limits, QueueInfo, Rate
 from .rows import Codec, Row
 
@@ -66,3 +71,39 @@ def overview(
             )
         )
     return out
+
+
+def depths(rows: Sequence[Mapping[str, Any]]) -> list[QueueDepth]:
+    """``queue_backlog`` rows -> one ``QueueDepth`` per queue, by name."""
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        queue, state = row["queue"], row["state"]
+        entry = found.setdefault(queue, {"queue": queue})
+        entry[state] = int(row["jobs"])
+        if state == "queued":
+            entry["oldest_due_age"] = max(0.0, float(row["oldest_due_age"]))
+    return [QueueDepth(**found[q]) for q in sorted(found)]
+
+
+def backlog_depths(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``queue_backlog`` rows as the ``depths`` rows of ``queues.overview``."""
+    return [
+        {
+            "queue": r["queue"],
+            "state": r["state"],
+            "n": r["jobs"],
+            "oldest_s": r["oldest_due_age"]
+            if r["state"] == "queued" and r["oldest_due_age"] > 0
+            else None,
+        }
+        for r in rows
+    ]
+
+
+def activities(rows: Sequence[Mapping[str, Any]]) -> list[QueueActivity]:
+    """``queue_activity`` rows -> one ``QueueActivity`` per queue, by name."""
+    keys = {"succeeded": "succeeded", "failed_run": "failed_runs", "dead": "dead"}
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        found.setdefault(row["queue"], {"queue": row["queue"]})[keys[row["kind"]]] = int(row["n"])
+    return [QueueActivity(**found[q]) for q in sorted(found)]

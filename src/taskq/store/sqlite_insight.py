@@ -16,8 +16,7 @@ from uuid import UUID
 
 from ..insight import LAST_ID, JobError, JobFilter, QueueActivity, QueueDepth, WorkgroupReport
 from ..jobs import Job, QueueInfo
-from .postgres_insight import activities, backlog_depths, depths
-from .queues import overview
+from .queues import activities, backlog_depths, depths, overview
 from .rows import Codec
 from .sqlfile import load_queries
 
