@@ -15,6 +15,11 @@ A part several statements share (a SET list, a rule) is written once as a
 ``-- fragment: <identifier>`` block (same layout) and used as ``{{identifier}}``
 inside later blocks; fragments are not statements of their own.
 
+Comments stay in the files, not in the statements: ``--`` comment lines and trailing
+``-- ...`` comments are dropped when a block is read. A statement is then short enough
+for psycopg's cache of parsed queries (statements over 4 KiB are parsed again at every
+execution) and travels to the server without its commentary.
+
 Migrations are ``migrations/<engine>/NNNN_what.sql``; their version is the file stem
 and they apply in name order.
 """
@@ -32,6 +37,15 @@ _NAME = re.compile(r"^--\s*(name|fragment):\s*([a-z_][a-z0-9_]*)\s*$")
 _USE = re.compile(r"\{\{([a-z_][a-z0-9_]*)\}\}")
 _DESCRIPTION = re.compile(r"^--\s*description:\s*(\S.*)$")
 _MIGRATION = re.compile(r"^\d{4}_[a-z0-9_]+\.sql$")
+
+
+def _without_comment(line: str) -> str:
+    """``line`` without its ``--`` comment (none is inside a string literal: a line
+    whose comment follows a quote keeps it, quotes and all)."""
+    code, marker, _ = line.partition("--")
+    if not marker or "'" in code:
+        return line
+    return code.rstrip()
 
 
 def parse_queries(text: str, *, source: str = "<sql>") -> dict[str, str]:
@@ -80,7 +94,9 @@ def parse_queries(text: str, *, source: str = "<sql>") -> dict[str, str]:
                 )
             described = True
             continue
-        body.append(line)
+        code = _without_comment(line)
+        if code.strip() or not line.strip():
+            body.append(code)
     finish(len(text.splitlines()) + 1)
     return queries
 
