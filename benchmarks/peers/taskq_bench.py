@@ -274,11 +274,12 @@ def pgbench_script(batch: int) -> str:
     sql_path = Path(taskq.__file__).parent / "store" / "postgres.sql"
     queries = parse_queries(sql_path.read_text(), source=str(sql_path))
     claim, complete = queries["claim"], queries["complete"]
-    split = claim.index("\nUPDATE jobs")
+    # the claim's answer (its last SELECT, commit mode included) aggregated into two arrays
+    answer = claim.rindex("\nSELECT ")
+    final = claim[answer:].split("\nORDER BY")[0]
     claim = (
-        claim[:split] + ", claimed AS (" + claim[split:] + ")\n"
-        "SELECT coalesce(array_agg(id), '{}')::text AS ids, "
-        "coalesce(array_agg(attempt), '{}')::text AS atts FROM claimed"
+        claim[:answer] + "\nSELECT coalesce(array_agg(a.id), '{}')::text AS ids, "
+        "coalesce(array_agg(a.attempt), '{}')::text AS atts FROM (" + final + ") AS a"
     )
     count = "cardinality(:ids::uuid[])"
 
@@ -295,11 +296,13 @@ def pgbench_script(batch: int) -> str:
         "ids": ":ids",
         "attempts": ":atts",
         "kinds": each("'succeeded'::text"),
-        "results": each("NULL::text"),
-        "errors": each("NULL::text"),
+        # as the worker sends a batch of plain successes (taskq.store.pgarray): the
+        # all-NULL text columns as NULL arrays
+        "results": "NULL",
+        "errors": "NULL",
         "delays": each("0::float8"),
-        "reasons": each("NULL::text"),
-        "metas": each("NULL::text"),
+        "reasons": "NULL",
+        "metas": "NULL",
         "blames": each("false"),
     }
     unknown = sorted(set(re.findall(r"%\((\w+)\)s", claim + complete)) - params.keys())

@@ -22,7 +22,7 @@ def test_comment_lines_and_trailing_comments_are_dropped() -> None:
         "       'x -- kept: inside a string' AS b\n"
         "FROM t;\n"
     )
-    assert queries["pick"] == "SELECT a,\n       'x -- kept: inside a string' AS b\nFROM t"
+    assert queries["pick"] == "SELECT a,\n'x -- kept: inside a string' AS b\nFROM t"
 
 
 def test_fragments_are_filled_in_without_their_comments() -> None:

@@ -49,6 +49,7 @@ from ..jobs import (
 )
 from ..logs import get_logger
 from ..settings import redact, validate_schema
+from . import pgarray
 from .drift import config_differences
 from .enqueue import jobs_table, needs_full, pg_statements, pg_steps, run_async, stage_row
 from .postgres_insight import PostgresInsight
@@ -575,6 +576,7 @@ class PostgresStore(PostgresInsight):
         if known is None:  # not looked at lately: ask in the same round trip as the claim
             rows, found = await self._claim_checking_limits(params)
             if found and len(rows) < limit:
+                # each part in claim order: the open queues' jobs, then the limited ones'
                 rows += await self._claim_limited({**params, "limit": limit - len(rows)})
         elif known:
             rows = await self._claim_limited(params)
@@ -685,15 +687,15 @@ class PostgresStore(PostgresInsight):
             {
                 "worker_id": worker_id,
                 "channel": self.channel,
-                "ids": [o.job_id for o in outcomes],
-                "attempts": [o.attempt for o in outcomes],
-                "kinds": [str(o.kind) for o in outcomes],
-                "results": [o.result_json for o in outcomes],
-                "errors": [o.error for o in outcomes],
-                "delays": [float(o.retry_delay) for o in outcomes],
-                "reasons": [o.dead_reason for o in outcomes],
-                "blames": [o.blamed for o in outcomes],
-                "metas": [o.meta_json for o in outcomes],
+                "ids": pgarray.uuids([o.job_id for o in outcomes]),
+                "attempts": pgarray.ints([o.attempt for o in outcomes]),
+                "kinds": pgarray.texts([o.kind.value for o in outcomes]),
+                "results": pgarray.texts([o.result_json for o in outcomes]),
+                "errors": pgarray.texts([o.error for o in outcomes]),
+                "delays": pgarray.floats([o.retry_delay for o in outcomes]),
+                "reasons": pgarray.texts([o.dead_reason for o in outcomes]),
+                "blames": pgarray.bools([o.blamed for o in outcomes]),
+                "metas": pgarray.texts([o.meta_json for o in outcomes]),
             },
         )
 
@@ -706,8 +708,8 @@ class PostgresStore(PostgresInsight):
             {
                 "worker_id": worker_id,
                 "channel": self.channel,
-                "ids": [j[0] for j in jobs],
-                "attempts": [j[1] for j in jobs],
+                "ids": pgarray.uuids([j[0] for j in jobs]),
+                "attempts": pgarray.ints([j[1] for j in jobs]),
             },
         )
 

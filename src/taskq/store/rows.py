@@ -73,8 +73,8 @@ class Codec:
         )
 
     def claimed(self, rows: Iterable[Row]) -> list[ClaimedJob]:
-        """Claimed runs in claim order: (priority, run_at, id)."""
-        ordered = sorted(rows, key=lambda r: (r["priority"], r["run_at"], r["id"]))
+        """Claimed runs, in the order given (each store hands them over in claim order:
+        priority, run_at, id)."""
         return [
             ClaimedJob(
                 id=self.uuid(r["id"]),
@@ -91,7 +91,7 @@ class Codec:
                 snooze_count=r["snooze_count"],
                 run_alone=bool(r["run_alone"]),
             )
-            for r in ordered
+            for r in rows
         ]
 
     def rescued(self, r: Row) -> RescuedJob:

@@ -15,8 +15,10 @@ A part several statements share (a SET list, a rule) is written once as a
 ``-- fragment: <identifier>`` block (same layout) and used as ``{{identifier}}``
 inside later blocks; fragments are not statements of their own.
 
-Comments stay in the files, not in the statements: ``--`` comment lines and trailing
-``-- ...`` comments are dropped when a block is read. A statement is then short enough
+Comments and indentation stay in the files, not in the statements: ``--`` comment
+lines, trailing ``-- ...`` comments and each line's leading spaces are dropped when a
+block is read (no statement has a string literal that spans lines). A statement is then
+short enough
 for psycopg's cache of parsed queries (statements over 4 KiB are parsed again at every
 execution) and travels to the server without its commentary.
 
@@ -44,8 +46,8 @@ def _without_comment(line: str) -> str:
     whose comment follows a quote keeps it, quotes and all)."""
     code, marker, _ = line.partition("--")
     if not marker or "'" in code:
-        return line
-    return code.rstrip()
+        return line.strip()
+    return code.strip()
 
 
 def parse_queries(text: str, *, source: str = "<sql>") -> dict[str, str]:

@@ -589,6 +589,7 @@ class SqliteStore(SqliteInsight):
             "now": time.time(),
         }
         rows = await self._run(self._claim, params)
+        rows.sort(key=lambda r: (r["priority"], r["run_at"], r["id"]))  # claim order
         return CODEC.claimed(rows)
 
     # -- queue controls --------------------------------------------------------------

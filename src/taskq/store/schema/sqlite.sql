@@ -94,8 +94,8 @@ CREATE TABLE schedules (
 );
 
 CREATE TABLE schema_migrations (
-    version    TEXT PRIMARY KEY,
-    applied_at REAL NOT NULL
+version    TEXT PRIMARY KEY,
+applied_at REAL NOT NULL
 );
 
 CREATE TABLE workers (

@@ -1,0 +1,52 @@
+"""Postgres array literals (``{a,b,...}``) for the batched hot-path statements.
+
+``complete`` and ``give_back`` send a worker's outcomes as parallel arrays, one element
+per job. psycopg turns a Python list into an array in Python, element by element: for a
+64-job batch of outcomes that took ~0.8 ms of the worker's CPU (a UUID list alone
+~0.3 ms, ~5 us an element), a fifth of what the worker spent on each job. Built here as
+one ``str.join`` of text the server parses with the array's own input function (the
+statement casts: ``%(ids)s::uuid[]``), the same batch costs ~0.08 ms.
+
+Only what these statements send is covered: UUIDs, integers, floats, booleans, and
+texts (quoted and escaped as the array syntax requires; ``None`` is NULL). A text
+array whose elements are all ``None`` is sent as NULL itself: in a multi-argument
+``unnest`` a NULL array reads as NULL in every row, exactly as an array of NULLs does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from uuid import UUID
+
+
+def uuids(values: Iterable[UUID]) -> str:
+    """``{0189...,...}``: 32 hex digits each (uuid input takes them without hyphens)."""
+    return "{" + ",".join([f"{u.int:032x}" for u in values]) + "}"
+
+
+def ints(values: Iterable[int]) -> str:
+    return "{" + ",".join([str(int(v)) for v in values]) + "}"
+
+
+def floats(values: Iterable[float]) -> str:
+    """``repr`` of each: ``1e-05``, ``inf`` and ``nan`` are all valid float8 input."""
+    return "{" + ",".join([repr(float(v)) for v in values]) + "}"
+
+
+def bools(values: Iterable[bool]) -> str:
+    return "{" + ",".join(["t" if v else "f" for v in values]) + "}"
+
+
+def texts(values: Iterable[str | None]) -> str | None:
+    """Each text double-quoted, with ``\\`` and ``"`` escaped; ``None`` is NULL. ``None``
+    (a NULL array) when every element is ``None``."""
+    items = list(values)
+    if all(v is None for v in items):
+        return None
+    return "{" + ",".join([_quoted(v) for v in items]) + "}"
+
+
+def _quoted(value: str | None) -> str:
+    if value is None:
+        return "NULL"
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
