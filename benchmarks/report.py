@@ -182,10 +182,18 @@ def table(out: dict, quick: bool) -> str:
     return "\n".join(lines)
 
 
+def verdict(target: dict, words: dict[bool, str]) -> str:
+    """met / not met, or why neither: not measured in this run, or measured and not judged
+    (smaller than the target's size, or the server's settings; the value says which)."""
+    if target["met"] is not None:
+        return words[target["met"]]
+    return "not measured" if target["number"] is None else "not judged"
+
+
 def targets_table(items: list[dict]) -> str:
     lines = ["targets (issue 13):"]
     for t in items:
-        mark = {True: "met", False: "NOT met", None: "not judged"}[t["met"]]
+        mark = verdict(t, {True: "met", False: "NOT met"})
         lines.append(f"  [{mark:^12}] {t['target']}: {t['value']}")
     return "\n".join(lines)
 
@@ -270,6 +278,6 @@ def markdown(out: dict, quick: bool) -> str:
             lines.append("- ceiling: " + ceiling_line(key, d))
     lines += ["", "| target (issue 13) | this run | met? |", "|---|---|---|"]
     for t in out["targets"]:
-        mark = {True: "yes", False: "**no**", None: "not judged"}[t["met"]]
+        mark = verdict(t, {True: "yes", False: "**no**"})
         lines.append(f"| {t['target']} | {t['value']} | {mark} |")
     return "\n".join(lines)
