@@ -138,6 +138,13 @@ def _soak(cases: dict) -> list[dict]:
     growth = r["backlog"]["end"] - r["backlog"]["ref"]
     size = r["size"]["end_mib"] / r["size"]["ref_mib"] if r["size"]["ref_mib"] else None
     dead = f"dead tuples {r['start']['n_dead_tup']:,} -> {r['end']['n_dead_tup']:,}"
+    per_row = [
+        p["total_mib"] * 1024 * 1024 / p["n_live_tup"]
+        for p in (r["ref"], r["end"])
+        if p.get("n_live_tup") and p.get("total_mib")
+    ]
+    if len(per_row) == 2:  # a bigger backlog is a bigger table; bloat is bytes per row
+        dead += f"; per live row {per_row[0]:,.0f} -> {per_row[1]:,.0f} B"
     return [
         _check(
             names[0],

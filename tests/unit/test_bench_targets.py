@@ -105,7 +105,8 @@ def soak_case(rate: float, finished_per_s: float, backlog_end: float, end_mib: f
         "backlog": {"ref": 100.0, "end": backlog_end, "max": backlog_end},
         "size": {"ref_mib": 100.0, "end_mib": end_mib},
         "start": point,
-        "end": point,
+        "ref": {"n_dead_tup": 0, "total_mib": 100.0, "n_live_tup": 250_000},
+        "end": {"n_dead_tup": 0, "total_mib": end_mib, "n_live_tup": 250_000},
     }
     return {"soak": {"results": {"taskq": [run]}}}
 
@@ -116,6 +117,7 @@ def test_soak_judges_rate_backlog_and_size() -> None:
     slow = targets.evaluate(soak_case(soak.TARGET_RATE, 4000.0, 120_000.0, 160.0), {})
     assert [t["met"] for t in slow if t["target"].startswith("soak:")] == [False, False, False]
     assert "finished 4,000/s" in find(slow, "sustained")["value"]
+    assert "per live row 419 -> 671 B" in find(slow, "jobs table")["value"]
     quick = targets.evaluate(soak_case(200.0, 200.0, 0.0, 1.0), {})
     assert all(t["met"] is None for t in quick if t["target"].startswith("soak:"))
 
