@@ -171,7 +171,7 @@ class running:  # lower-case: used as a function, ``with running(ctx):``
     def __enter__(self) -> JobContext:
         ctx = self._ctx
         self._token = _current.set(ctx)
-        self._job_token = set_job_fields(ctx.log_fields())
+        self._job_token = set_job_fields(ctx)  # its fields are worked out only if logged
         return ctx
 
     def __exit__(self, *exc: object) -> None:

@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from .exceptions import ConfigError
 
@@ -45,8 +45,18 @@ _format = "json"
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 FORMATS = ("json", "console")
 
-#: the job being run in this context: {"job", "actor", "attempt", "queue"}
-_job: ContextVar[Mapping[str, Any] | None] = ContextVar("taskq_job", default=None)
+
+class JobFieldSource(Protocol):
+    """Something that can name the job of a log record (``taskq.context.JobContext``);
+    asked only when a record is actually emitted, not once per job."""
+
+    def log_fields(self) -> Mapping[str, Any]: ...
+
+
+JobFields = Mapping[str, Any] | JobFieldSource
+
+#: the job being run in this context: {"job", "actor", "attempt", "queue"}, or its source
+_job: ContextVar[JobFields | None] = ContextVar("taskq_job", default=None)
 
 
 @contextmanager
@@ -59,19 +69,26 @@ def job_context(fields: Mapping[str, Any]) -> Iterator[None]:
         _job.reset(token)
 
 
-def set_job_fields(fields: Mapping[str, Any]) -> Token[Mapping[str, Any] | None]:
+def set_job_fields(fields: JobFields) -> Token[JobFields | None]:
     """``job_context`` without a generator (the worker's per-job path); undo with
-    ``reset_job_fields``."""
+    ``reset_job_fields``. A ``JobFieldSource`` is asked for the fields only when a record
+    is emitted."""
     return _job.set(fields)
 
 
-def reset_job_fields(token: Token[Mapping[str, Any] | None]) -> None:
+def reset_job_fields(token: Token[JobFields | None]) -> None:
     _job.reset(token)
 
 
 def job_fields() -> Mapping[str, Any] | None:
     """The fields of the job running in this context, if any."""
-    return _job.get()
+    return _resolved(_job.get())
+
+
+def _resolved(job: JobFields | None) -> Mapping[str, Any] | None:
+    if job is None or isinstance(job, Mapping):
+        return job
+    return job.log_fields()
 
 
 class _Logger:
@@ -124,7 +141,7 @@ class _JobFilter(logging.Filter):
         self.floor = floor
 
     def filter(self, record: logging.LogRecord) -> bool:
-        job = _job.get()
+        job = _resolved(_job.get())
         if job is not None:
             setattr(record, _JOB, job)
             return True

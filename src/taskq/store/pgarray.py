@@ -41,7 +41,7 @@ def texts(values: Iterable[str | None]) -> str | None:
     """Each text double-quoted, with ``\\`` and ``"`` escaped; ``None`` is NULL. ``None``
     (a NULL array) when every element is ``None``."""
     items = list(values)
-    if all(v is None for v in items):
+    if items.count(None) == len(items):
         return None
     return "{" + ",".join([_quoted(v) for v in items]) + "}"
 
@@ -49,4 +49,6 @@ def texts(values: Iterable[str | None]) -> str | None:
 def _quoted(value: str | None) -> str:
     if value is None:
         return "NULL"
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if "\\" in value or '"' in value:
+        value = value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + value + '"'

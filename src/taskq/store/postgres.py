@@ -689,7 +689,7 @@ class PostgresStore(PostgresInsight):
                 "channel": self.channel,
                 "ids": pgarray.uuids([o.job_id for o in outcomes]),
                 "attempts": pgarray.ints([o.attempt for o in outcomes]),
-                "kinds": pgarray.texts([o.kind.value for o in outcomes]),
+                "kinds": pgarray.texts([o.kind for o in outcomes]),
                 "results": pgarray.texts([o.result_json for o in outcomes]),
                 "errors": pgarray.texts([o.error for o in outcomes]),
                 "delays": pgarray.floats([o.retry_delay for o in outcomes]),

@@ -32,6 +32,7 @@ class JobBuffer:
         self.average_duration: float | None = None
         self.in_flight = 0
         self._queue: asyncio.Queue[ClaimedJob] = asyncio.Queue()
+        self.get = self._queue.get  # the next claimed job (waits for one): no frame of ours
         self._room = asyncio.Event()
         self._room.set()
 
@@ -62,9 +63,6 @@ class JobBuffer:
         self.in_flight += len(jobs)
         if self.free <= 0:
             self._room.clear()
-
-    async def get(self) -> ClaimedJob:
-        return await self._queue.get()
 
     def done(self, duration: float | None = None) -> None:
         """A job left the worker (finished after ``duration`` seconds, or given back)."""

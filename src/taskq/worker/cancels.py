@@ -68,7 +68,7 @@ class Cancels:
         self, job: ClaimedJob, runner: str, stop: Callable[[], Awaitable[object] | None]
     ) -> bool:
         """A run begins; True if its cancel already arrived (then do not run it)."""
-        if job.id in self._early:
+        if self._early and job.id in self._early:
             self._early.discard(job.id)
             return True
         self._runs[job.id] = _Run(job, runner, stop)

@@ -127,7 +127,7 @@ class Executor:
             if changed is not None:  # saved with the outcome
                 result = replace(result, meta_json=changed)
         plan.duration.observe(time.perf_counter() - started)
-        plan.finished["given_back" if result is None else result.kind.value].inc()
+        plan.finished["given_back" if result is None else result.kind].inc()  # StrEnum: a str key
         return result
 
     def _run(self, job: ClaimedJob, plan: _Plan) -> Awaitable[Outcome | None]:
