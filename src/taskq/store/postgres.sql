@@ -320,11 +320,20 @@ LIMIT 1;
 
 -- name: heartbeat
 -- description: Touch the worker row and extend the leases of its running jobs.
+-- Rows locked right now are skipped, never waited for: they are being written by the
+-- acker's complete (the run is ending) or by a cancel request, and the next beat extends
+-- whatever still runs. Waiting made the heartbeat and complete deadlock: each locks the
+-- worker's running rows, in different orders.
 WITH seen AS (
     UPDATE workers SET last_seen_at = now() WHERE id = %(worker_id)s
+), mine AS (
+    SELECT id FROM jobs
+    WHERE worker_id = %(worker_id)s AND state = 'running'
+    FOR UPDATE SKIP LOCKED
 ), extended AS (
     UPDATE jobs SET lease_expires_at = now() + make_interval(secs => %(lease)s::float8)
-    WHERE worker_id = %(worker_id)s AND state = 'running'
+    FROM mine
+    WHERE jobs.id = mine.id
     RETURNING 1
 )
 SELECT count(*) AS extended FROM extended;
