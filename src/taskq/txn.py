@@ -37,7 +37,8 @@ from uuid import UUID
 
 from .exceptions import ConfigError, StoreError
 from .jobs import JobSpec
-from .store.enqueue import SQLITE, jobs_table, pg_steps, run_async, run_sync, sqlite_enqueue
+from .store.enqueue import jobs_table, pg_steps, run_async, run_sync, sqlite_enqueue
+from .store.sqlfile import load_queries
 
 PG_SYNC, PG_ASYNC, SQLITE_CONN = "postgres", "postgres-async", "sqlite"
 Identity = tuple[Any, ...]
@@ -160,7 +161,7 @@ def _judge(store: Any, theirs: Sequence[Any], ours: Identity) -> None:
 
 
 def _check_sqlite(store: Any, conn: sqlite3.Connection) -> None:
-    row = conn.execute(SQLITE["database_file"]).fetchone()
+    row = conn.execute(load_queries("sqlite.sql")["database_file"]).fetchone()
     theirs = row[0] if row else ""
     try:
         same = bool(theirs) and os.path.samefile(theirs, store.path)

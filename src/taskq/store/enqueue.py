@@ -30,8 +30,6 @@ from ..exceptions import StoreError
 from ..jobs import JobSpec
 from .sqlfile import load_queries
 
-PG = load_queries("postgres.sql")
-SQLITE = load_queries("sqlite.sql")
 PG_STATEMENTS = (
     "enqueue",
     "enqueue_one",
@@ -59,8 +57,8 @@ def pg_statements(schema: str) -> dict[str, str]:
     """The enqueue statements with the schema filled in (once per store)."""
     from psycopg import sql
 
-    ident = sql.Identifier(schema)
-    return {name: sql.SQL(PG[name]).format(schema=ident).as_string(None) for name in PG_STATEMENTS}
+    ident, queries = sql.Identifier(schema), load_queries("postgres.sql")
+    return {n: sql.SQL(queries[n]).format(schema=ident).as_string(None) for n in PG_STATEMENTS}
 
 
 def jobs_table(schema: str) -> str:
@@ -229,13 +227,14 @@ def sqlite_enqueue(db: Any, specs: Sequence[JobSpec]) -> list[UUID]:
         }
         for s in specs
     ]
-    db.executemany(SQLITE["enqueue_full" if full else "enqueue"], rows)
+    queries = load_queries("sqlite.sql")
+    db.executemany(queries["enqueue_full" if full else "enqueue"], rows)
     keys = sorted({s.unique_key for s in specs if s.unique_key is not None})
     if not keys:
         return [s.id for s in specs]
     # Under the write lock the holders are exactly the jobs that hold the keys now:
     # either one of this batch or an older job.
-    found = db.execute(SQLITE["unique_holders"], {"keys": json.dumps(keys)}).fetchall()
+    found = db.execute(queries["unique_holders"], {"keys": json.dumps(keys)}).fetchall()
     holders = {row[0]: UUID(row[1]) for row in found}
     missing = [
         s.unique_key for s in specs if s.unique_key is not None and s.unique_key not in holders

@@ -9,7 +9,9 @@ A query file holds blocks like this (procrastinate's layout)::
 
 Each block starts with ``-- name: <identifier>``, is followed by exactly one
 ``-- description: <one line>``, and runs until the next ``-- name:`` line. The
-trailing ``;`` is dropped. Files are read once, at import of the engine module.
+trailing ``;`` is dropped. Each file is read once per process, when first asked for
+(``load_queries`` keeps what it parsed: the engine, its insight half and ``enqueue.py``
+share one dict, which nobody changes).
 
 A part several statements share (a SET list, a rule) is written once as a
 ``-- fragment: <identifier>`` block (same layout) and used as ``{{identifier}}``
@@ -28,6 +30,7 @@ and they apply in name order.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,8 +106,9 @@ def parse_queries(text: str, *, source: str = "<sql>") -> dict[str, str]:
     return queries
 
 
+@functools.cache
 def load_queries(filename: str) -> dict[str, str]:
-    """The named blocks of ``store/<filename>``."""
+    """The named blocks of ``store/<filename>``, parsed at the first call only."""
     path = _HERE / filename
     return parse_queries(path.read_text(encoding="utf-8"), source=str(path))
 
