@@ -228,26 +228,42 @@ def describe(result: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
-def summary(arms: list[Arm], key: str) -> list[str]:
+def summary(arms: list[Arm], key: str, ratios: list[tuple[str, str]]) -> list[str]:
+    """Each arm's median of ``key``; then, for each (numerator, denominator) pair of arm
+    names, the median of the per-round ratios."""
     lines = []
-    base = arms[0]
     for arm in arms:
         values = [r[key] for r in arm.runs if key in r]
-        if not values:
+        if values:
+            lines.append(
+                f"  {arm.name:<22} {key:<14} median {statistics.median(values):8.1f}"
+                f"   [{', '.join(f'{v:.0f}' for v in values)}]"
+            )
+    by_name = {a.name: a for a in arms}
+    for num, den in ratios:
+        if num not in by_name or den not in by_name:
             continue
-        line = f"  {arm.name:<22} {key:<10} median {statistics.median(values):8.1f}"
-        line += f"   [{', '.join(f'{v:.0f}' for v in values)}]"
-        if arm is not base:
-            ratios = [
-                a[key] / b[key]
-                for a, b in zip(arm.runs, base.runs, strict=True)
-                if key in a and key in b
-            ]
-            if ratios:
-                line += f"   / {base.name}: {statistics.median(ratios):.2f}x"
-                line += f" ({', '.join(f'{r:.2f}' for r in ratios)})"
-        lines.append(line)
+        pairs = [
+            a[key] / b[key]
+            for a, b in zip(by_name[num].runs, by_name[den].runs, strict=True)
+            if key in a and key in b
+        ]
+        if pairs:
+            lines.append(
+                f"  {num + ' / ' + den:<37} {statistics.median(pairs):.2f}x"
+                f" ({', '.join(f'{r:.2f}' for r in pairs)})"
+            )
     return lines
+
+
+def default_ratios(arms: list[Arm]) -> list[tuple[str, str]]:
+    pairs = []
+    for store in ("-pg", "-sqlite"):
+        named = [a.name for a in arms if a.name.endswith(store)]
+        pairs += [(n, named[0]) for n in named[1:]]
+        if store == "-pg" and any(a.name == "pgqueuer" for a in arms):
+            pairs += [(n, "pgqueuer") for n in named]
+    return pairs
 
 
 def main() -> None:
@@ -262,6 +278,14 @@ def main() -> None:
     p.add_argument("--db-prefix", default="bench_startup_")
     p.add_argument("--workdir", default="/tmp/startup-bench")
     p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument(
+        "--ratio",
+        action="append",
+        default=[],
+        metavar="A/B",
+        help="print the median per-round ratio of arm A to arm B (default: each arm to "
+        "the first arm of its store, and each Postgres arm to pgqueuer)",
+    )
     p.add_argument("--json", default="")
     args = p.parse_args()
     workdir = Path(args.workdir)
@@ -296,8 +320,10 @@ def main() -> None:
             arm.runs.append(result)
             print(f"round {n} {arm.name:<22} {describe(result)}", flush=True)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    ratios = [(r.partition("/")[0], r.partition("/")[2]) for r in args.ratio]
+    ratios = ratios or default_ratios(arms)
     for key in ("wall_ms", "cpu_ms", "ready_ms", "imports_ms", "instructions_m", "modules"):
-        for line in summary(arms, key):
+        for line in summary(arms, key, ratios):
             print(line)
     if args.json:
         Path(args.json).write_text(json.dumps([r for a in arms for r in a.runs], indent=1))

@@ -1,8 +1,9 @@
 """``Worker``: one worker process's parts, started in order and stopped in reverse.
 
-Start: load the registry, open two stores (jobs; heartbeat on a connection of its own),
-check the schema, compare actor configs (drift refuses to start unless forced), then
-start the parts (``part.Part``: ``start``, ``run``, idempotent ``stop``) in this order:
+Start: load the registry, open two stores at once (jobs; heartbeat on a connection of its
+own), check the schema, compare actor configs (drift refuses to start unless forced) while
+the fetcher's wake-up channel opens, then start the parts (``part.Part``: ``start``,
+``run``, idempotent ``stop``) in this order:
 
     health     /live /ready /metrics               (stopped last)
     heartbeat  registers the row; beats; removes the row when stopped
@@ -227,16 +228,25 @@ class Worker:
         store = create_store(config.dsn, config.schema)
         hb_store = create_store(config.dsn, config.schema)
         self.store = store
-        opened: list[Store] = []
+        channel: asyncio.Future[bool] | None = None
         try:
-            for s in (store, hb_store):
-                await s.open()
-                opened.append(s)
+            # both connect at once; the first failure is the one error line
+            opened = await asyncio.gather(store.open(), hb_store.open(), return_exceptions=True)
+            for result in opened:
+                if isinstance(result, BaseException):
+                    raise result
+            # the fetcher's wake-up channel (Postgres: its LISTEN connection) opens while
+            # the schema and the actor configs are checked, and the fetcher's start finds
+            # it open; nothing is claimed before the checks and the worker row, as ever
+            channel = asyncio.ensure_future(store.wait_for_jobs(self.queues, 0.0))
             await store.check_schema()
             await self._check_actor_configs(store, registry)
             return await self._serve(store, hb_store, registry, middleware)
         finally:
-            for s in opened:
+            if channel is not None:
+                channel.cancel()  # done long ago, unless the checks failed first
+                await asyncio.gather(channel, return_exceptions=True)
+            for s in (store, hb_store):  # closing a store that did not open is a no-op
                 await s.close()
 
     async def _check_actor_configs(self, store: Store, registry: Registry) -> None:
