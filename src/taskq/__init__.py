@@ -6,7 +6,9 @@ The public face is re-exported here; everything else is internal and may move.
 Layout (see docs/architecture.md for the picture):
 
 * ``registry``   actors and their options (``Registry``, ``@registry.actor``)
-* ``client``     ``Client`` / ``AsyncClient``: enqueue, inspect, retry, cancel
+* ``client``     ``Client`` / ``AsyncClient``: enqueue, inspect, retry, cancel (imported
+                 on first use: a worker process, which never needs them, does not load
+                 them nor what only they use)
 * ``store/``     the one ``Store`` seam; Postgres and SQLite engines, SQL in .sql files
 * ``restart``    the restart policy every supervisor uses (one per member); ``backoff``
                  its delays and rolling window
@@ -17,13 +19,14 @@ Layout (see docs/architecture.md for the picture):
 * ``exceptions`` every error, rooted at ``TaskqError``; ``exit_codes`` every exit code
 """
 
+from typing import TYPE_CHECKING, Any
+
 # First, before anything heavy is imported: a workgroup child whose supervisor already
 # died exits here, and asks the kernel to stop it when the supervisor dies later.
 from .parentdeath import guard as _guard_parent
 
 _guard_parent()
 
-from .client import AsyncClient, Client  # noqa: E402
 from .context import JobContext, current_job  # noqa: E402
 from .exceptions import (  # noqa: E402
     ActorConfigDrift,
@@ -49,6 +52,9 @@ from .jobs import DeadReason, Job, JobId, JobState  # noqa: E402
 from .middleware import Middleware  # noqa: E402
 from .registry import Actor, Registry, RetryBackoff  # noqa: E402
 from .unique import Unique  # noqa: E402
+
+if TYPE_CHECKING:
+    from .client import AsyncClient, Client
 
 __version__ = "0.1.0"
 
@@ -86,3 +92,13 @@ __all__ = [
     "__version__",
     "current_job",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # the clients (and the transactional enqueue, the job builder and the tracing of
+    # enqueues they bring) are imported on first use
+    if name in ("AsyncClient", "Client"):
+        from . import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,13 +13,15 @@ import re
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
 
 from .blame import DEFAULT_MAX_UNBLAMED_CRASHES
 from .exceptions import ActorImportError, ActorNotFound, ConfigError, DuplicateActor
 from .jobs import ActorConfig
-from .periodic import Missed, Schedule, as_missed, check_cron
 from .unique import Unique, as_unique
+
+if TYPE_CHECKING:
+    from .periodic import Missed, Schedule
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,199}$")
 _QUEUE = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
@@ -229,7 +231,7 @@ class Registry:
         name: str | None = None,
         args: Sequence[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
-        missed: Missed | str = Missed.SKIP,
+        missed: Missed | str = "skip",
     ) -> Callable[[Callable[P, R]], Actor[P, R]]:
         """Run an actor on a cron schedule: above ``@registry.actor(...)``, or alone
         (the function becomes an actor with the default options).
@@ -239,6 +241,9 @@ class Registry:
         give one to schedule an actor twice). ``args``/``kwargs``: every tick's job's
         arguments. ``missed``: ticks missed while no worker ran are ``"skip"``-ped
         (default) or collapsed into one run (``"run_once"``). See ``taskq.periodic``."""
+        # cron parsing and time zones are loaded by the registries that schedule
+        from .periodic import Schedule, as_missed, check_cron
+
         check_cron(cron, timezone, f"@registry.periodic({cron!r})")
 
         def attach(target: Callable[P, R]) -> Actor[P, R]:

@@ -18,13 +18,20 @@ from tests.worker_harness import ROOT, WorkerProcess
 pytestmark = pytest.mark.slow
 
 #: never needed before a first job of this registry (all async, no schedules, no
-#: cpu_bound actor, no health port, no tracing, no transactional enqueue)
+#: cpu_bound actor, no health port, no tracing middleware)
 NOT_AT_START = (
     "taskq.procpool",  # cpu_bound actors only
+    "taskq.worker.scheduler",  # periodic schedules only
+    "taskq.periodic",
+    "cronsim",
+    "taskq.client",  # a worker never enqueues through a client (its scheduler does)
+    "taskq.txn",
+    "taskq.specs",
+    "taskq.tracing",
     "taskq.workgroup",
     "taskq.web",  # the dashboard
     "taskq.demo",
-    "opentelemetry",  # tracing middleware only
+    "opentelemetry",
 )
 #: a process on SQLite never loads the Postgres driver
 POSTGRES_ONLY = ("psycopg", "psycopg_pool", "psycopg_binary")
@@ -71,9 +78,25 @@ def test_a_worker_start_loads_only_what_its_first_claim_needs(target, tmp_path: 
         assert "psycopg" in names
 
 
-def test_import_taskq_does_not_load_the_postgres_driver() -> None:
-    code = "import sys, taskq; print('\\n'.join(sorted(sys.modules)))"
+def loaded_by(code: str) -> set[str]:
+    """The modules a fresh interpreter has loaded after running ``code``."""
+    script = f"{code}\nimport sys\nprint('\\n'.join(sorted(sys.modules)))"
     out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
-    assert loaded(set(out.split()), POSTGRES_ONLY + NOT_AT_START) == []
+    return set(out.split())
+
+
+def test_import_taskq_loads_neither_the_postgres_driver_nor_the_clients() -> None:
+    assert loaded(loaded_by("import taskq"), POSTGRES_ONLY + NOT_AT_START) == []
+
+
+def test_the_clients_load_on_first_use() -> None:
+    names = loaded_by("import taskq\ntaskq.Client, taskq.AsyncClient")
+    assert {"taskq.client", "taskq.txn"} <= names
+    assert loaded(names, POSTGRES_ONLY) == []  # a client on SQLite does not need it
+
+
+def test_a_registry_with_a_schedule_loads_cron_parsing() -> None:
+    code = "import taskq\ndef tick(): pass\ntaskq.Registry().periodic('* * * * *')(tick)"
+    assert {"taskq.periodic", "cronsim"} <= loaded_by(code)

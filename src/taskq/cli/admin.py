@@ -4,12 +4,14 @@ schema, the periodic schedules, the tour and the web view."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..client import AsyncClient
 from ..exceptions import TaskqError
 from . import args
 from .output import EXIT_OK, print_json, print_table, with_client
+
+if TYPE_CHECKING:
+    from ..client import AsyncClient
 
 
 def add_migrate(sub: args.Subparsers) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-from ..client import AsyncClient, parse_job_id, who
 from ..exceptions import InvalidJobState, TaskqError
 from ..jobs import ALL_STATES, CancelResult, Job
 from . import args
@@ -18,6 +18,9 @@ from .output import (
     print_table,
     with_client,
 )
+
+if TYPE_CHECKING:
+    from ..client import AsyncClient
 
 
 def add_enqueue(sub: args.Subparsers) -> None:
@@ -176,6 +179,8 @@ def cmd_retry(ns: argparse.Namespace) -> int:
         count = with_client(ns, lambda c: c.retry_all_dead())
         print(f"re-queued {count} dead job(s)")
         return EXIT_OK
+    from ..client import parse_job_id  # the commands import the client, not the parser
+
     ids = [parse_job_id(i) for i in ns.ids]  # all ids valid before anything is changed
 
     async def go(client: AsyncClient) -> int:
@@ -202,6 +207,8 @@ _CANCEL_SAID = {
 def cmd_cancel(ns: argparse.Namespace) -> int:
     """Exit 0: every job cancelled or being stopped; 3: some had already finished (nothing
     changed for them); 1: some id is unknown (or another error)."""
+    from ..client import parse_job_id, who
+
     ids = [parse_job_id(i) for i in ns.ids]  # all ids valid before anything is changed
 
     async def go(client: AsyncClient) -> int:

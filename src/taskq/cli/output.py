@@ -8,10 +8,12 @@ import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import exit_codes
-from ..client import AsyncClient
+
+if TYPE_CHECKING:
+    from ..client import AsyncClient
 
 T = TypeVar("T")
 
@@ -22,7 +24,10 @@ EXIT_FINISHED = exit_codes.ALREADY_FINISHED
 
 
 def with_client(ns: argparse.Namespace, action: Callable[[AsyncClient], Awaitable[T]]) -> T:
-    """Run ``action`` against a client for ``--dsn``/``--schema``, closed afterwards."""
+    """Run ``action`` against a client for ``--dsn``/``--schema``, closed afterwards.
+    (The client is imported here, by the commands that use one: building the parser,
+    and ``taskq worker``, do not load it.)"""
+    from ..client import AsyncClient
 
     async def go() -> T:
         async with AsyncClient(ns.dsn, schema=ns.schema) as client:

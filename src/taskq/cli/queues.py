@@ -4,14 +4,16 @@ controls, and the listings that show them."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..client import AsyncClient
 from ..exceptions import ConfigError
 from ..jobs import Limits
 from ..store.queues import ACTOR, QUEUE
 from . import args
 from .output import EXIT_OK, print_json, print_table, with_client
+
+if TYPE_CHECKING:
+    from ..client import AsyncClient
 
 
 def add_queues(sub: args.Subparsers) -> None:

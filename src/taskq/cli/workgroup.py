@@ -4,13 +4,15 @@ supervising and listing worker processes."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..client import AsyncClient
 from ..exceptions import ConfigError
 from ..worker.config import WORKER_DEFAULTS as _WORKER
 from . import args
 from .output import EXIT_OK, print_json, print_table, with_client
+
+if TYPE_CHECKING:
+    from ..client import AsyncClient
 
 
 def add_worker(sub: args.Subparsers) -> None:

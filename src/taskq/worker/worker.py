@@ -65,7 +65,6 @@ from .lag import LagMonitor
 from .middleware import MiddlewareChain, load_middleware
 from .part import Ended, Part, Parts
 from .runners import Executor
-from .scheduler import Scheduler
 from .solo import Solo
 from .supervisor import TaskSupervisor
 from .sweeper import Sweeper
@@ -90,6 +89,16 @@ def validate(config: WorkerConfig) -> None:
         raise ConfigError("shutdown_grace must be >= 0")
     if config.health_port is not None and config.health_socket_path is not None:
         raise ConfigError("give a health port or a health socket path, not both")
+
+
+def _scheduler(store: Store, registry: Registry) -> list[Part]:
+    """The scheduler part, for a registry with periodic schedules: only such a worker
+    loads it (and the client and cron parsing it brings)."""
+    if not registry.schedules:
+        return []
+    from .scheduler import Scheduler
+
+    return [Scheduler(store, registry)]
 
 
 class Worker:
@@ -346,7 +355,7 @@ class Worker:
                 worker_id=self.id,
                 quiet_after_outage=config.lease,
             ),
-            *([Scheduler(store, registry)] if registry.schedules else []),
+            *_scheduler(store, registry),
             LagMonitor(self._running_actors),
             threads,
             cpu,
