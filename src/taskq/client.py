@@ -26,7 +26,7 @@ from uuid import UUID
 
 from . import tracing, txn
 from .exceptions import ConfigError, InvalidJobState, JobNotFound
-from .ids import uuid7
+from .ids import uuid7, uuid7_ints
 from .jobs import (
     ActorConfig,
     CancelResult,
@@ -37,10 +37,11 @@ from .jobs import (
     Limits,
     QueueInfo,
     Rate,
+    new_job_ids,
 )
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES
 from .registry import Actor, check_queue_name
-from .specs import ActorRef, Item, JobBuilder, UniqueKey, job_ids
+from .specs import ActorRef, Item, JobBuilder, Template, UniqueKey, job_ids
 from .store import Store, create_store
 from .store.queues import ACTOR, QUEUE
 from .unique import Unique
@@ -254,18 +255,49 @@ class AsyncClient:
         taken as positional args. ``unique_keys`` gives each item its key (``None``:
         the actor's ``unique`` option, if any); ``meta`` and ``tags`` go on every job.
         ``connection``: in the caller's transaction, as for ``enqueue_with``."""
-        specs = await self._specs_many(
+        template = await self._template_many(
+            actor, queue=queue, delay=delay, run_at=run_at, priority=priority, meta=meta, tags=tags
+        )
+        if unique_keys is None and template.unique is None and connection is None:
+            return await self._insert_columns(template, items)
+        specs = self._builder.many(template, items, unique_keys)
+        return await self._insert(specs, connection) if specs else []
+
+    async def _insert_columns(
+        self, template: Template, items: Iterable[Item | Sequence[Any]]
+    ) -> list[JobId]:
+        """The batch path when no job carries a unique key: the jobs as columns (no
+        ``JobSpec`` each), ``Store.enqueue_columns``."""
+        items = items if isinstance(items, list) else list(items)
+        ids = new_job_ids(uuid7_ints(len(items)))
+        if ids:
+            jobs = self._builder.columns(template, items, ids)
+            with tracing.enqueue_columns_span(jobs) as traced:
+                await self._store.enqueue_columns(traced)
+        return ids
+
+    async def _template_many(
+        self,
+        actor: ActorRef,
+        *,
+        queue: str | None,
+        delay: float | None,
+        run_at: datetime | None,
+        priority: int | None,
+        meta: Mapping[str, Any] | None,
+        tags: Sequence[str],
+    ) -> Template:
+        await self.open()
+        return self._builder.template(
             actor,
-            items,
+            known=await self._known([actor]),
             queue=queue,
             delay=delay,
             run_at=run_at,
             priority=priority,
-            unique_keys=unique_keys,
             meta=meta,
             tags=tags,
         )
-        return await self._insert(specs, connection) if specs else []
 
     async def _specs_many(
         self,
@@ -280,16 +312,8 @@ class AsyncClient:
         meta: Mapping[str, Any] | None,
         tags: Sequence[str],
     ) -> list[JobSpec]:
-        await self.open()
-        template = self._builder.template(
-            actor,
-            known=await self._known([actor]),
-            queue=queue,
-            delay=delay,
-            run_at=run_at,
-            priority=priority,
-            meta=meta,
-            tags=tags,
+        template = await self._template_many(
+            actor, queue=queue, delay=delay, run_at=run_at, priority=priority, meta=meta, tags=tags
         )
         return self._builder.many(template, items, unique_keys)
 

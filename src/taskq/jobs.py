@@ -7,10 +7,11 @@ them to users, the worker turns them into outcomes.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from .exceptions import ConfigError
 
@@ -55,6 +56,54 @@ class JobSpec:
     tags: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class JobColumns:
+    """A batch of jobs of one actor that share everything but their id and arguments,
+    as columns: what ``enqueue_many`` hands a store when no job carries a unique key
+    (``Store.enqueue_columns``). Row ``i`` is ``ids[i]``, ``args_json[i]``,
+    ``kwargs_json[i]`` and the shared fields; it is the row ``JobSpec`` would give."""
+
+    ids: Sequence[UUID]
+    args_json: Sequence[str]  # JSON arrays
+    kwargs_json: Sequence[str]  # JSON objects
+    actor: str
+    queue: str
+    priority: int = 0
+    run_at: datetime | None = None  # None: now (the store's clock)
+    max_attempts: int = 3
+    max_crashes: int = 2
+    idempotent: bool = False
+    meta_json: str | None = None  # JSON object, on every job
+    tags: tuple[str, ...] = ()  # on every job
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def specs(self) -> list[JobSpec]:
+        """The same jobs as ``JobSpec``s (for a path that inserts specs)."""
+        return [
+            JobSpec(
+                job_id,
+                self.actor,
+                self.queue,
+                args_json,
+                kwargs_json,
+                self.priority,
+                self.run_at,
+                self.max_attempts,
+                self.max_crashes,
+                self.idempotent,
+                None,
+                None,
+                self.meta_json,
+                self.tags,
+            )
+            for job_id, args_json, kwargs_json in zip(
+                self.ids, self.args_json, self.kwargs_json, strict=True
+            )
+        ]
+
+
 class JobId(UUID):
     """A job's id as ``enqueue`` returns it: a ``UUID`` that also says whether the
     enqueue was a duplicate (a job holding the same unique key already existed, and
@@ -79,6 +128,21 @@ class JobId(UUID):
 
 def _job_id(value: str, duplicate: bool) -> JobId:
     return JobId(value, duplicate=duplicate)
+
+
+def new_job_ids(values: Sequence[int]) -> list[JobId]:
+    """``JobId``s (not duplicates) from the 128-bit integers of their UUIDs, without
+    ``UUID.__init__``'s checks: a batch enqueue makes a thousand at a time. The slots set
+    are ``UUID``'s own (``int``, ``is_safe``), as ``UUID(int=...)`` sets them."""
+    new, put, unknown = object.__new__, object.__setattr__, SafeUUID.unknown
+    out = []
+    for value in values:
+        job_id = new(JobId)
+        put(job_id, "int", value)
+        put(job_id, "is_safe", unknown)
+        put(job_id, "duplicate", False)
+        out.append(job_id)
+    return out
 
 
 @dataclass(frozen=True, slots=True)

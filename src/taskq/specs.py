@@ -18,8 +18,8 @@ from uuid import UUID
 
 from .exceptions import ActorNotFound, ConfigError
 from .ids import uuid7_many
-from .jobs import ActorConfig, JobId, JobSpec
-from .payload import check_tags, encode_arguments, encode_meta
+from .jobs import ActorConfig, JobColumns, JobId, JobSpec
+from .payload import check_tags, encode_arguments, encode_meta, fast_dumps
 from .registry import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_CRASHES,
@@ -183,6 +183,55 @@ class JobBuilder:
             t.tags,
         )
 
+    def columns(
+        self, t: Template, items: Sequence[Item | Sequence[Any]], ids: Sequence[UUID]
+    ) -> JobColumns:
+        """Many jobs of one template that carry no unique key, as columns: the same
+        arguments ``many`` would encode, the same checks and errors, without a
+        ``JobSpec`` per job. One id per item."""
+        max_bytes = self.max_payload_bytes
+        args_json: list[str] = []
+        kwargs_json: list[str] = []
+        add_args, add_kwargs = args_json.append, kwargs_json.append
+        for item in items:
+            # the common shape, (list or tuple, empty dict), encoded here; the rest (and
+            # whatever fails here) by encode_arguments, which has the checks and errors
+            if (
+                type(item) is tuple
+                and len(item) == 2
+                and type(item[1]) is dict
+                and not item[1]
+                and type(item[0]) in _ARGS_TYPES
+            ):
+                args = item[0]
+                encoded = fast_dumps(args) if args else "[]"
+                if encoded is not None and len(encoded) * 4 + 8 <= max_bytes:
+                    add_args(encoded)
+                    add_kwargs("{}")
+                    continue
+                kwargs: Mapping[str, Any] = item[1]
+            else:
+                args, kwargs = _item_arguments(item)
+            encoded, kwargs_encoded = encode_arguments(
+                args, kwargs, actor=t.actor, max_bytes=max_bytes
+            )
+            add_args(encoded)
+            add_kwargs(kwargs_encoded)
+        return JobColumns(
+            ids,
+            args_json,
+            kwargs_json,
+            t.actor,
+            t.queue,
+            t.priority,
+            t.run_at,
+            t.max_attempts,
+            t.max_crashes,
+            t.idempotent,
+            t.meta_json,
+            t.tags,
+        )
+
     def many(
         self,
         t: Template,
@@ -201,18 +250,24 @@ class JobBuilder:
             keys = unique_keys
         specs = []
         for item, job_id, key in zip(items, uuid7_many(len(items)), keys, strict=True):
-            if (
-                type(item) is tuple
-                and len(item) == 2
-                and isinstance(item[1], Mapping)
-                and isinstance(item[0], list | tuple)
-            ):
-                args, kwargs = item
-            elif isinstance(item, list | tuple):
-                args, kwargs = item, {}
-            else:
-                raise ConfigError(
-                    f"enqueue_many items must be (args, kwargs) pairs, got {type(item).__name__}"
-                )
+            args, kwargs = _item_arguments(item)
             specs.append(self.spec(t, args, kwargs, job_id, key))
         return specs
+
+
+_ARGS_TYPES = (tuple, list)
+
+
+def _item_arguments(item: Item | Sequence[Any]) -> tuple[Sequence[Any], Mapping[str, Any]]:
+    """An ``enqueue_many`` item as (args, kwargs): an ``(args, kwargs)`` pair, or a bare
+    list/tuple of positional args."""
+    if (
+        type(item) is tuple
+        and len(item) == 2
+        and isinstance(item[1], Mapping)
+        and isinstance(item[0], list | tuple)
+    ):
+        return item[0], item[1]
+    if isinstance(item, list | tuple):
+        return item, {}
+    raise ConfigError(f"enqueue_many items must be (args, kwargs) pairs, got {type(item).__name__}")

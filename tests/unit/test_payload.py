@@ -47,3 +47,25 @@ def test_the_limit_counts_utf8_bytes_not_characters() -> None:
     assert encode_arguments([text], {}, actor="a", max_bytes=1006)  # 1004 + 2 bytes: fits
     with pytest.raises(taskq.PayloadTooLarge, match="is 1006 bytes, over the limit of 1005"):
         encode_arguments([text], {}, actor="a", max_bytes=1005)
+
+
+def test_the_shared_encoder_says_what_the_checking_one_says() -> None:
+    """``dumps`` encodes with one C encoder built once; what it fails on is encoded
+    again by the checking encoder, whose answer (or error) is the one given."""
+    import json
+
+    from taskq.payload import dumps, fast_dumps
+
+    reference = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    for value in ([1, 2.5, "é\n\t\\"], {"a": [None, True, {"b": 1e300}]}, ("t",), "s", 7):
+        assert dumps(value) == fast_dumps(value) == reference.encode(value)
+    circular: list[object] = []
+    circular.append(circular)
+    for bad, message in (
+        (circular, "Circular reference detected"),
+        ([float("inf")], "Out of range float values"),
+        ([b"x"], "Object of type bytes is not JSON serializable"),
+    ):
+        assert fast_dumps(bad) is None
+        with pytest.raises(taskq.NotJSONSerializable, match=message):
+            dumps(bad, what="it")

@@ -30,6 +30,7 @@ from ..jobs import (
     CancelResult,
     ClaimedJob,
     Job,
+    JobColumns,
     JobSpec,
     Limits,
     Outcome,
@@ -77,6 +78,11 @@ class Store(Protocol):
         Returns one id per spec: the spec's own, or, when its ``unique_key`` is held by
         a job in one of that job's ``unique_states``, the holder's (nothing inserted for
         it). Race-free: the unique partial index decides, never a read-then-write."""
+
+    async def enqueue_columns(self, jobs: JobColumns) -> None:
+        """Insert a batch of jobs without unique keys, given as columns (the batch
+        enqueue's path: no ``JobSpec`` per job). The same rows, the same wake-up and the
+        same all-or-nothing as ``enqueue(jobs.specs())``; the ids are ``jobs.ids``."""
 
     async def get_job(self, job_id: UUID) -> Job | None: ...
 

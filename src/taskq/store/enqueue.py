@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from datetime import UTC
 from typing import Any
 from uuid import UUID
 
 from ..exceptions import StoreError
-from ..jobs import JobSpec
+from ..jobs import JobColumns, JobSpec
 from .sqlfile import load_queries
 
 PG_STATEMENTS = (
@@ -36,6 +37,8 @@ PG_STATEMENTS = (
     "enqueue_full",
     "enqueue_copy",
     "enqueue_copy_run_at",
+    "enqueue_columns_copy",
+    "enqueue_columns_copy_run_at",
     "unique_holders",
     "connection_identity",
     "enqueue_stage",
@@ -110,6 +113,102 @@ def _pg_full(specs: Sequence[JobSpec]) -> dict[str, Any]:
     params["metas"] = [s.meta_json for s in specs]
     params["tags"] = [json.dumps(list(s.tags)) if s.tags else None for s in specs]
     return params
+
+
+def tags_json(tags: Sequence[str]) -> str | None:
+    """A job's tags as the statements take them: one JSON array (None for none)."""
+    return json.dumps(list(tags)) if tags else None
+
+
+def columns_insert(statements: dict[str, str], jobs: JobColumns) -> tuple[str, dict[str, Any]]:
+    """A small batch of columns as one ``INSERT ... SELECT FROM unnest`` (``enqueue``;
+    ``enqueue_full`` when the jobs carry meta or tags)."""
+    n = len(jobs.ids)
+    params: dict[str, Any] = {
+        "ids": list(jobs.ids),
+        "actors": [jobs.actor] * n,
+        "queues": [jobs.queue] * n,
+        "args": list(jobs.args_json),
+        "kwargs": list(jobs.kwargs_json),
+        "priorities": [jobs.priority] * n,
+        "run_ats": [jobs.run_at] * n,
+        "max_attempts": [jobs.max_attempts] * n,
+        "max_crashes": [jobs.max_crashes] * n,
+        "idempotent": [jobs.idempotent] * n,
+    }
+    if jobs.meta_json is None and not jobs.tags:
+        return statements["enqueue"], params
+    params["unique_keys"] = params["unique_states"] = [None] * n
+    params["metas"] = [jobs.meta_json] * n
+    params["tags"] = [tags_json(jobs.tags)] * n
+    return statements["enqueue_full"], params
+
+
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+COPY_NULL = "\\N"
+
+
+def copy_text(value: str) -> str:
+    """One field of a COPY text line: backslash, tab, newline and CR escaped."""
+    return value.translate(_COPY_ESCAPES)
+
+
+def _array_literal(items: Sequence[str]) -> str:
+    """A ``text[]`` literal, every element quoted."""
+    quoted = (item.replace("\\", "\\\\").replace('"', '\\"') for item in items)
+    return "{" + ",".join(f'"{item}"' for item in quoted) + "}"
+
+
+def copy_columns(jobs: JobColumns, chunk: int) -> tuple[str, Iterator[bytes]]:
+    """``jobs`` as the COPY of ``enqueue_columns_copy[_run_at]``: the statement's name and
+    its data in blocks of ``chunk`` lines (sent while the next block is built).
+
+    A line is the shared fields (escaped once per batch), then the job's id (32 hex
+    digits), args and kwargs. JSON text holds no raw tab, newline or CR (the encoder
+    escapes them) and the ids no backslash, so a block is escaped with one pass over
+    it; a block whose arguments do hold one of them (JSON from elsewhere) is escaped
+    field by field."""
+    shared = [
+        copy_text(jobs.actor),
+        copy_text(jobs.queue),
+        str(int(jobs.priority)),
+        str(int(jobs.max_attempts)),
+        str(int(jobs.max_crashes)),
+        "t" if jobs.idempotent else "f",
+        COPY_NULL if jobs.meta_json is None else copy_text(jobs.meta_json),
+        copy_text(_array_literal(jobs.tags)) if jobs.tags else COPY_NULL,
+    ]
+    name = "enqueue_columns_copy"
+    if jobs.run_at is not None:
+        shared.append(jobs.run_at.astimezone(UTC).isoformat())
+        name = "enqueue_columns_copy_run_at"
+    head = "\t".join(shared) + "\t"
+    return name, _copy_blocks(jobs, head, chunk)
+
+
+def _copy_blocks(jobs: JobColumns, head: str, chunk: int) -> Iterator[bytes]:
+    separator = "\n" + head
+    for start in range(0, len(jobs.ids), chunk):
+        rows = list(
+            zip(
+                jobs.ids[start : start + chunk],
+                jobs.args_json[start : start + chunk],
+                jobs.kwargs_json[start : start + chunk],
+                strict=True,
+            )
+        )
+        block = "\n".join([f"{job_id.int:032x}\t{a}\t{k}" for job_id, a, k in rows])
+        if (
+            block.count("\t") != 2 * len(rows)
+            or block.count("\n") != len(rows) - 1
+            or "\r" in block
+        ):
+            block = "\n".join(
+                [f"{job_id.int:032x}\t{copy_text(a)}\t{copy_text(k)}" for job_id, a, k in rows]
+            )
+        elif "\\" in block:
+            block = block.replace("\\", "\\\\")
+        yield (head + block.replace("\n", separator) + "\n").encode()
 
 
 def pg_steps(
@@ -194,6 +293,33 @@ async def run_async(target: Any, steps: Steps) -> list[UUID]:
     except StopIteration as stop:
         result: list[UUID] = stop.value
         return result
+
+
+def uuid_text(value: int) -> str:
+    """``str(UUID(int=value))``, without the object."""
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def sqlite_column_rows(jobs: JobColumns, now: float) -> list[tuple[Any, ...]]:
+    """``jobs`` as the rows of ``enqueue_columns``; ``now`` is the batch's created_at (and
+    its run_at, when it names none)."""
+    shared = (
+        jobs.actor,
+        jobs.queue,
+        jobs.priority,
+        now if jobs.run_at is None else jobs.run_at.timestamp(),
+        now,
+        jobs.max_attempts,
+        jobs.max_crashes,
+        int(jobs.idempotent),
+        jobs.meta_json,
+        tags_json(jobs.tags),
+    )
+    return [
+        (uuid_text(job_id.int), a, k, *shared)
+        for job_id, a, k in zip(jobs.ids, jobs.args_json, jobs.kwargs_json, strict=True)
+    ]
 
 
 def sqlite_enqueue(db: Any, specs: Sequence[JobSpec]) -> list[UUID]:

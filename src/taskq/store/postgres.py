@@ -40,6 +40,7 @@ from ..jobs import (
     CancelResult,
     ClaimedJob,
     Job,
+    JobColumns,
     JobSpec,
     Limits,
     Outcome,
@@ -52,7 +53,16 @@ from ..logs import get_logger
 from ..settings import redact, validate_schema
 from . import pgarray
 from .drift import config_differences
-from .enqueue import jobs_table, needs_full, pg_statements, pg_steps, run_async, stage_row
+from .enqueue import (
+    columns_insert,
+    copy_columns,
+    jobs_table,
+    needs_full,
+    pg_statements,
+    pg_steps,
+    run_async,
+    stage_row,
+)
 from .postgres_insight import PostgresInsight
 from .queues import LIMITS_TTL, count_full, limits_from_row, overview
 from .rows import Codec
@@ -73,6 +83,7 @@ COPY_THRESHOLD = 100  # batches this big go by COPY (one stream), smaller by one
 #: ``jobs`` has statistics); no JIT (the disabled sorts that remain push the estimated cost
 #: past jit_above_cost, and compiling cost seconds)
 CLAIM_PLANNER = ("plan_cache_mode=force_generic_plan", "enable_sort=off", "jit=off")
+COPY_BLOCK = 250  # jobs per block of enqueue_columns' COPY data (sent as the next is built)
 _MISSING_SCHEMA = (
     pg_errors.UndefinedTable,
     pg_errors.InvalidSchemaName,
@@ -349,6 +360,19 @@ class PostgresStore(PostgresInsight):
                 async with conn.transaction():
                     return await run_async(conn, pg_steps(self.enqueue_sql, specs))
             return await run_async(conn, pg_steps(self.enqueue_sql, specs))
+
+    async def enqueue_columns(self, jobs: JobColumns) -> None:
+        if not jobs.ids:
+            return
+        async with self._connection() as conn:
+            if len(jobs.ids) < COPY_THRESHOLD:
+                await conn.execute(*columns_insert(self.enqueue_sql, jobs))
+                return
+            # one COPY on the autocommit connection: one statement, one transaction
+            name, blocks = copy_columns(jobs, COPY_BLOCK)
+            async with conn.cursor().copy(self.enqueue_sql[name]) as copy:
+                for block in blocks:
+                    await copy.write(block)
 
     async def _stage_jobs(
         self, conn: psycopg.AsyncConnection, specs: Sequence[JobSpec]

@@ -77,6 +77,20 @@ COPY {schema}.jobs (id, actor, queue, args, kwargs, priority, max_attempts, max_
                     idempotent, run_at)
 FROM STDIN;
 
+-- name: enqueue_columns_copy
+-- description: Stream a large batch of jobs that share all but id and arguments, due now.
+-- The batch enqueue's path (enqueue_columns): each line is the shared fields, then the
+-- job's id and arguments; one COPY on an autocommit connection is one transaction.
+COPY {schema}.jobs (actor, queue, priority, max_attempts, max_crashes, idempotent, meta,
+                    tags, id, args, kwargs)
+FROM STDIN;
+
+-- name: enqueue_columns_copy_run_at
+-- description: The same, for a batch that names its run_at.
+COPY {schema}.jobs (actor, queue, priority, max_attempts, max_crashes, idempotent, meta,
+                    tags, run_at, id, args, kwargs)
+FROM STDIN;
+
 -- name: enqueue_one
 -- description: Insert one job (single enqueue: one prepared round trip).
 INSERT INTO {schema}.jobs (id, actor, queue, args, kwargs, priority, run_at,

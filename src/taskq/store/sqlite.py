@@ -34,6 +34,7 @@ from ..jobs import (
     CancelResult,
     ClaimedJob,
     Job,
+    JobColumns,
     JobSpec,
     Limits,
     Outcome,
@@ -46,7 +47,7 @@ from ..jobs import (
 from ..logs import get_logger
 from ..settings import sqlite_path
 from .drift import config_differences
-from .enqueue import sqlite_enqueue
+from .enqueue import sqlite_column_rows, sqlite_enqueue
 from .queues import ACTOR, LIMITS_TTL, QUEUE, count_full, limits_from_row, overview
 from .rows import Codec
 from .sqlfile import load_migrations, load_queries
@@ -330,6 +331,14 @@ class SqliteStore(SqliteInsight):
         if not specs:
             return []
         return await self._run(self._enqueue, specs)
+
+    def _enqueue_columns(self, jobs: JobColumns) -> None:
+        rows = sqlite_column_rows(jobs, time.time())  # built before the write lock is taken
+        self._write(self._db.executemany, Q["enqueue_columns"], rows)
+
+    async def enqueue_columns(self, jobs: JobColumns) -> None:
+        if jobs.ids:
+            await self._run(self._enqueue_columns, jobs)
 
     async def get_job(self, job_id: UUID) -> Job | None:
         row = await self._run(

@@ -52,6 +52,13 @@ INSERT INTO jobs (id, actor, queue, args, kwargs, priority, run_at, created_at,
 VALUES (:id, :actor, :queue, :args, :kwargs, :priority, coalesce(:run_at, :now), :now,
         :max_attempts, :max_crashes, :idempotent);
 
+-- name: enqueue_columns
+-- description: Insert one job of a batch given as columns (executemany, one row a tuple).
+-- Positional: each row is a tuple, cheaper to build and bind than a dict per job.
+INSERT INTO jobs (id, args, kwargs, actor, queue, priority, run_at, created_at,
+                  max_attempts, max_crashes, idempotent, meta, tags)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
 -- name: enqueue_full
 -- description: Insert one job that carries a unique key, meta or tags; a held key inserts nothing.
 -- The write lock (BEGIN IMMEDIATE, or the caller's transaction) makes the batch's
