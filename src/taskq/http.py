@@ -16,8 +16,6 @@ import os
 import stat
 from collections.abc import Awaitable, Callable
 
-from prometheus_client import CollectorRegistry
-
 from . import metrics
 from .logs import get_logger
 
@@ -110,7 +108,7 @@ class EndpointServer:
 
 
 async def probe_route(
-    path: str, *, ready: Callable[[], Awaitable[tuple[bool, str]]], registry: CollectorRegistry
+    path: str, *, ready: Callable[[], Awaitable[tuple[bool, str]]], registry: metrics.Registry
 ) -> Response | None:
     """``/live``, ``/ready`` and ``/metrics``, shared by every taskq process; None for
     any other path."""

@@ -3,14 +3,240 @@
 Two registries, one per kind of process: a worker serves ``WORKER`` at its
 ``/metrics``; a workgroup supervisor serves ``WORKGROUP``. Names are part of the public
 contract (CONTRACT.md) and of the alert rules in ``deploy/prometheus/alerts.yml``.
+
+The values are kept here, by the small ``Counter``, ``Gauge`` and ``Histogram`` below
+(the subset of ``prometheus_client``'s API taskq uses: ``labels``, ``inc``, ``dec``,
+``set``, ``observe``, ``clear``). ``prometheus_client`` itself is imported only to expose
+them (``Registry.collect``, ``render``: the first ``/metrics`` request), so a worker that
+is never scraped never loads it: it was ~10% of the instructions of a worker's start on
+Postgres, ~15% on SQLite (docs/benchmarks.md, "Round 3"). The text is
+``prometheus_client``'s own (``generate_latest``), the ``_created`` series included.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+import bisect
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any, Generic, TypeVar
 
-WORKER = CollectorRegistry(auto_describe=True)
-WORKGROUP = CollectorRegistry(auto_describe=True)
+INF = float("inf")
+
+
+class Registry:
+    """The metric families of one kind of process, in the order they were defined."""
+
+    def __init__(self) -> None:
+        self._families: list[_Family[Any]] = []
+
+    def add(self, family: _Family[Any]) -> None:
+        self._families.append(family)
+
+    def collect(self) -> Iterator[Any]:
+        """``prometheus_client`` metric families (what ``generate_latest`` reads)."""
+        from prometheus_client.metrics_core import Metric
+
+        for family in self._families:
+            metric = Metric(family.name, family.documentation, family.kind)
+            for labels, child in family.children():
+                for suffix, extra, value in child.samples():
+                    metric.add_sample(family.name + suffix, {**labels, **extra}, value)
+            yield metric
+
+    def get_sample_value(self, name: str, labels: dict[str, str] | None = None) -> float | None:
+        """The value of one sample (``taskq_jobs_claimed_total``, ...), None if absent."""
+        for metric in self.collect():
+            for sample in metric.samples:
+                if sample.name == name and sample.labels == (labels or {}):
+                    return float(sample.value)
+        return None
+
+    def names(self) -> set[str]:
+        """Every sample name the registry exports, also of families with no sample yet."""
+        return {f.name + suffix for f in self._families for suffix in f.suffixes}
+
+
+class _Counted:
+    __slots__ = ("_lock", "created", "value")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0.0
+        self.created = time.time()
+
+    def inc(self, amount: float = 1.0) -> None:
+        if amount < 0:
+            raise ValueError("a counter only goes up")
+        with self._lock:
+            self.value += amount
+
+    def samples(self) -> list[tuple[str, dict[str, str], float]]:
+        return [("_total", {}, self.value), ("_created", {}, self.created)]
+
+
+class _Gauged:
+    __slots__ = ("_lock", "value")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0.0
+
+    def set(self, value: float) -> None:
+        self.value = float(value)
+
+    def inc(self, amount: float = 1.0) -> None:
+        with self._lock:
+            self.value += amount
+
+    def dec(self, amount: float = 1.0) -> None:
+        with self._lock:
+            self.value -= amount
+
+    def samples(self) -> list[tuple[str, dict[str, str], float]]:
+        return [("", {}, self.value)]
+
+
+class _Observed:
+    __slots__ = ("_bounds", "_counts", "_lock", "_sum", "created")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self._bounds = bounds
+        self._counts = [0] * len(bounds)
+        self._sum = 0.0
+        self._lock = threading.Lock()
+        self.created = time.time()
+
+    def observe(self, amount: float) -> None:
+        index = bisect.bisect_left(self._bounds, amount)  # the first bucket with le >= amount
+        with self._lock:
+            self._counts[index] += 1
+            self._sum += amount
+
+    def samples(self) -> list[tuple[str, dict[str, str], float]]:
+        from prometheus_client.utils import floatToGoString
+
+        with self._lock:
+            counts, total = list(self._counts), self._sum
+        out, seen = [], 0.0
+        for bound, count in zip(self._bounds, counts, strict=True):
+            seen += count
+            le = floatToGoString(bound)  # type: ignore[no-untyped-call]  # as prometheus writes it
+            out.append(("_bucket", {"le": le}, seen))
+        return [*out, ("_count", {}, seen), ("_sum", {}, total), ("_created", {}, self.created)]
+
+
+C = TypeVar("C", _Counted, _Gauged, _Observed)
+
+
+class _Family(Generic[C]):
+    """One metric: a single value, or one per combination of label values."""
+
+    kind = ""
+    suffixes: tuple[str, ...] = ()  # of its sample names
+
+    def __init__(
+        self, name: str, documentation: str, labelnames: Sequence[str] = (), *, registry: Registry
+    ) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = tuple(labelnames)
+        self._lock = threading.Lock()
+        self._children: dict[tuple[object, ...], C] = {}  # label values (as str) -> value
+        self._single: C | None = None if self.labelnames else self._new()
+        registry.add(self)
+
+    def _new(self) -> C:
+        raise NotImplementedError
+
+    def labels(self, *values: object, **named: object) -> C:
+        """The value for these label values (made at first use)."""
+        if named:
+            values = tuple(named[label] for label in self.labelnames)
+        child = self._children.get(values)
+        if child is not None:
+            return child
+        if len(values) != len(self.labelnames):
+            raise ValueError(f"{self.name} takes labels {self.labelnames}, got {values!r}")
+        key = tuple(str(v) for v in values)
+        with self._lock:
+            child = self._children.get(key)
+            if child is None:
+                child = self._children[key] = self._new()
+        return child
+
+    def clear(self) -> None:
+        """Forget every labelled value."""
+        with self._lock:
+            self._children.clear()
+
+    def children(self) -> list[tuple[dict[str, str], C]]:
+        if self._single is not None:
+            return [({}, self._single)]
+        with self._lock:
+            items = list(self._children.items())
+        return [({n: str(v) for n, v in zip(self.labelnames, k, strict=True)}, c) for k, c in items]
+
+    def _one(self) -> C:
+        if self._single is None:
+            raise ValueError(f"{self.name} has labels {self.labelnames}: use .labels(...)")
+        return self._single
+
+
+class Counter(_Family[_Counted]):
+    kind = "counter"
+    suffixes = ("_total", "_created")
+
+    def _new(self) -> _Counted:
+        return _Counted()
+
+    def inc(self, amount: float = 1.0) -> None:
+        self._one().inc(amount)
+
+
+class Gauge(_Family[_Gauged]):
+    kind = "gauge"
+    suffixes = ("",)
+
+    def _new(self) -> _Gauged:
+        return _Gauged()
+
+    def set(self, value: float) -> None:
+        self._one().set(value)
+
+    def inc(self, amount: float = 1.0) -> None:
+        self._one().inc(amount)
+
+    def dec(self, amount: float = 1.0) -> None:
+        self._one().dec(amount)
+
+
+class Histogram(_Family[_Observed]):
+    kind = "histogram"
+    suffixes = ("_bucket", "_count", "_sum", "_created")
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labelnames: Sequence[str] = (),
+        *,
+        buckets: Sequence[float],
+        registry: Registry,
+    ) -> None:
+        bounds = tuple(sorted(float(b) for b in buckets))
+        self._bounds = bounds if bounds and bounds[-1] == INF else (*bounds, INF)
+        super().__init__(name, documentation, labelnames, registry=registry)
+
+    def _new(self) -> _Observed:
+        return _Observed(self._bounds)
+
+    def observe(self, amount: float) -> None:
+        self._one().observe(amount)
+
+
+WORKER = Registry()
+WORKGROUP = Registry()
 
 # -- worker: the task supervisor (ring 1) ---------------------------------------------
 pool_workers_alive = Gauge(
@@ -153,6 +379,8 @@ backlog_leader = Gauge(
 )
 
 
-def render(registry: CollectorRegistry) -> bytes:
-    """The Prometheus text exposition of one registry."""
-    return generate_latest(registry)
+def render(registry: Registry) -> bytes:
+    """The Prometheus text exposition of one registry (``prometheus_client`` loads here)."""
+    from prometheus_client import generate_latest
+
+    return bytes(generate_latest(registry))

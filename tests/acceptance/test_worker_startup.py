@@ -32,6 +32,7 @@ NOT_AT_START = (
     "taskq.web",  # the dashboard
     "taskq.demo",
     "opentelemetry",
+    "prometheus_client",  # exposition only: loaded by the first /metrics request
 )
 #: a process on SQLite never loads the Postgres driver
 POSTGRES_ONLY = ("psycopg", "psycopg_pool", "psycopg_binary")

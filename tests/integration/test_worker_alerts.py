@@ -19,8 +19,7 @@ def exported_names() -> set[str]:
         for family in text_string_to_metric_families(metrics.render(registry).decode()):
             names.add(family.name)
             names.update(sample.name for sample in family.samples)
-        for collector in list(registry._collector_to_names):
-            names.update(registry._collector_to_names[collector])
+        names.update(registry.names())  # also the families with no sample yet
     return names
 
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Iterator, Sequence
 
-from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from .. import metrics
 from ..logs import get_logger
 
 log = get_logger(__name__)
@@ -91,7 +91,7 @@ class MergedMetrics:
     """A collector for ``generate_latest``: the supervisor's own registry, then every
     child family once (the samples of all children under one HELP/TYPE)."""
 
-    def __init__(self, own: CollectorRegistry, children: dict[str, bytes | None]) -> None:
+    def __init__(self, own: metrics.Registry, children: dict[str, bytes | None]) -> None:
         self._own = own
         self._children = children
 
