@@ -62,6 +62,7 @@ class Fetcher(Stoppable):
         self._excluded_actors = excluded_actors
         self._can_claim = can_claim
         self._stopped = StopSignal()
+        self._waiting: asyncio.Task[Any] | None = None  # this part's task, while it waits
         self._backoff = StoreBackoff("fetcher")
         self.claims = 0
         self.stop_timeout = max(lease, 5.0)
@@ -83,8 +84,16 @@ class Fetcher(Stoppable):
                 self._give_back(unstarted)
                 log.info("jobs-given-back", count=len(unstarted), why="claimed, not started")
 
+    def stop(self, *, hurry: bool = False) -> None:
+        """Stop claiming: a wait in hand ends now; a claim in hand is let finish."""
+        self._stopped.set(hurry=hurry)
+        waiting, self._waiting = self._waiting, None  # cancelled once, however often asked
+        if waiting is not None:
+            waiting.cancel()
+
     async def _claim_until_stopped(self) -> None:
         buffer = self._buffer
+        woken = False  # just back from waiting for jobs: every consumer is idle
         while not self._stopped:
             if buffer.free <= 0:
                 await self._until(buffer.wait_for_room(), timeout=self._poll_interval)
@@ -92,7 +101,8 @@ class Fetcher(Stoppable):
             if not self._can_claim():  # acknowledgements are backing up: let them drain
                 await self._until(asyncio.sleep(BACKLOG_PAUSE))
                 continue
-            await asyncio.sleep(0)  # let consumers that are finishing right now free slots
+            if not woken:
+                await asyncio.sleep(0)  # let consumers that are finishing right now free slots
             limit = min(buffer.free, MAX_BATCH)
             try:
                 jobs = await self._store.claim(
@@ -108,7 +118,8 @@ class Fetcher(Stoppable):
             if jobs:
                 metrics.jobs_claimed.inc(len(jobs))
                 buffer.put_many(jobs)
-            if len(jobs) < limit:
+            woken = len(jobs) < limit
+            if woken:
                 await self._wait_for_jobs()
 
     async def _wait_for_jobs(self) -> None:
@@ -123,20 +134,22 @@ class Fetcher(Stoppable):
     async def _until(
         self, awaitable: Coroutine[Any, Any, Any], timeout: float | None = None
     ) -> None:
-        """Await ``awaitable`` unless ``stop`` comes first (then it is cancelled)."""
+        """Await ``awaitable`` (for at most ``timeout`` seconds) unless ``stop`` comes
+        first: ``stop`` cancels this wait, and only a wait (never a claim). Awaited in this
+        task, with no task of its own: a notification resumes the claim loop at once."""
         if self._stopped:
             awaitable.close()
             return
-        waiter = asyncio.ensure_future(awaitable)
-        stopped = asyncio.ensure_future(self._stopped.wait())
+        task = asyncio.current_task()
+        assert task is not None
+        self._waiting = task
         try:
-            done, _ = await asyncio.wait(
-                {waiter, stopped}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-            )
+            async with asyncio.timeout(timeout):
+                await awaitable
+        except TimeoutError:
+            pass
+        except asyncio.CancelledError:
+            if not self._stopped or task.uncancel() > 0:
+                raise  # not (only) our stop: a cancel from outside
         finally:
-            for fut in (waiter, stopped):
-                if not fut.done():
-                    fut.cancel()
-            await asyncio.gather(waiter, stopped, return_exceptions=True)
-        if waiter in done and not waiter.cancelled():
-            waiter.result()  # re-raise a StoreError from wait_for_jobs
+            self._waiting = None
