@@ -6,6 +6,7 @@ import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 import pytest
 
 from taskq.exceptions import StoreError
@@ -799,6 +800,24 @@ async def prime(store, w) -> None:
     up listening. Anything committed after this must wake the next wait."""
     assert await claim_all(store, w) == []
     await store.wait_for_jobs(["default"], timeout=0.0)
+
+
+async def test_warm_up_claims_nothing_and_opens_the_listening(store, target):
+    """A starting worker warms its store up while it checks the schema: nothing may be
+    claimed yet; on Postgres the LISTEN is in place (its first wait finds it open)."""
+    (job_id,) = await store.enqueue([spec()])
+    await store.warm_up()
+    await store.warm_up()  # again: nothing more
+    job = await store.get_job(job_id)
+    assert job is not None and job.state == "queued" and job.attempts == 0
+    if target.kind == "postgres":
+        with psycopg.connect(target.dsn, autocommit=True) as conn:
+            (listening,) = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE query = %s",
+                (f'LISTEN "{store.channel}"',),
+            ).fetchone()
+        assert listening == 1
+    assert [c.id for c in await claim_all(store, uuid7())] == [job_id]
 
 
 async def test_wait_for_jobs_wakes_on_enqueue_from_another_connection(store, target):

@@ -242,6 +242,12 @@ class Store(Protocol):
         """Return when a job may be available on ``queues`` (NOTIFY on Postgres) or
         after ``timeout``. True if woken by a notification."""
 
+    async def warm_up(self) -> None:
+        """Open what a worker's claims and wake-ups use (Postgres: the claim connection
+        and the LISTEN connection) ahead of them, so that a starting worker's first claim
+        does not wait for connects. Claims nothing, listens to nothing yet; best effort
+        (a failure is left for the claim or the wait itself to meet and report)."""
+
     # -- operators (metrics, dashboard; store/<engine>_insight.py) -----------------------
     async def queue_backlog(self) -> list[QueueDepth]:
         """Per queue with queued, running or dead jobs: the counts and the age of the

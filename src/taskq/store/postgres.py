@@ -867,6 +867,14 @@ class PostgresStore(PostgresInsight):
         if conn is not None:
             await conn.close()
 
+    async def warm_up(self) -> None:
+        async def claimer() -> None:
+            async with self._claiming():
+                pass
+
+        # the two connect at once; what fails is left for the first claim or wait
+        await asyncio.gather(self._listening(), claimer(), return_exceptions=True)
+
     async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         wanted = set(queues)

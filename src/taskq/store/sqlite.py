@@ -805,6 +805,9 @@ class SqliteStore(SqliteInsight):
         row = self._db.execute(Q["due_job_exists"], {"queues": queues, "now": time.time()})
         return bool(row.fetchone()["due"])
 
+    async def warm_up(self) -> None:
+        pass  # one connection, open already
+
     async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
         """Poll for commits since the last claim (by anyone, this connection included);
         after one, True if a job is due on ``queues``."""

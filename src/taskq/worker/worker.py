@@ -2,7 +2,7 @@
 
 Start: load the registry, open two stores at once (jobs; heartbeat on a connection of its
 own), check the schema, compare actor configs (drift refuses to start unless forced) while
-the fetcher's wake-up channel opens, then start the parts (``part.Part``: ``start``,
+the fetcher's connections open (``store.warm_up``), then start the parts (``part.Part``: ``start``,
 ``run``, idempotent ``stop``) in this order:
 
     health     /live /ready /metrics               (stopped last)
@@ -237,17 +237,17 @@ class Worker:
         store = create_store(config.dsn, config.schema)
         hb_store = create_store(config.dsn, config.schema)
         self.store = store
-        channel: asyncio.Future[bool] | None = None
+        channel: asyncio.Future[None] | None = None
         try:
             # both connect at once; the first failure is the one error line
             opened = await asyncio.gather(store.open(), hb_store.open(), return_exceptions=True)
             for result in opened:
                 if isinstance(result, BaseException):
                     raise result
-            # the fetcher's wake-up channel (Postgres: its LISTEN connection) opens while
-            # the schema and the actor configs are checked, and the fetcher's start finds
-            # it open; nothing is claimed before the checks and the worker row, as ever
-            channel = asyncio.ensure_future(store.wait_for_jobs(self.queues, 0.0))
+            # the fetcher's connections (Postgres: claims, LISTEN) open while the schema
+            # and the actor configs are checked, and its start and first claim find them
+            # open; nothing is claimed before the checks and the worker row, as ever
+            channel = asyncio.ensure_future(store.warm_up())
             await store.check_schema()
             await self._check_actor_configs(store, registry)
             return await self._serve(store, hb_store, registry, middleware)
