@@ -48,6 +48,24 @@ def test_validate_warns_but_passes(tmp_path: Path) -> None:
     assert all(w.startswith("taskq: warning: ") for w in warnings)
 
 
+def test_validate_shows_each_worker_s_pruning(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path / "wg.toml",
+        '[defaults]\nkeep_succeeded = 3600\nkeep_dead = "forever"\n'
+        '[[workers]]\nname = "api"\n[[workers]]\nname = "batch"\nprune_interval = 30\n',
+    )
+    result = run_cli("workgroup", "validate", str(config))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    pruning = [line.strip() for line in lines if line.strip().startswith("pruning:")]
+    assert pruning == [
+        "pruning: every 1 min; keeps succeeded jobs 1 h, dead forever, cancelled 7 days, "
+        "silent worker rows 10 min",
+        "pruning: every 30 s; keeps succeeded jobs 1 h, dead forever, cancelled 7 days, "
+        "silent worker rows 10 min",
+    ]
+
+
 BAD = {
     "unknown_key": (
         '[[workers]]\nname = "api"\n[[workers]]\nname = "batch"\nqueuez = ["a"]\n',
@@ -66,6 +84,10 @@ BAD = {
         ("duplicate name",),
     ),
     "long_name": (f'[[workers]]\nname = "{"n" * 44}"\n', ("at most 43",)),
+    "bad_retention": (
+        '[defaults]\nkeep_dead = "never"\n[[workers]]\nname = "api"\n',
+        ('[defaults]: "keep_dead" must be a number of seconds or "forever"',),
+    ),
     "toml_syntax": ('[[workers]\nname = "api"\n', ("invalid TOML", "line 2")),
 }
 

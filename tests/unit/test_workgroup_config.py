@@ -8,11 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from taskq.cli import build_parser
 from taskq.exceptions import InvalidWorkgroupConfig
+from taskq.worker.config import WORKER_DEFAULTS
+from taskq.workgroup.child import build_command
 from taskq.workgroup.config import (
     CHILD_TEARDOWN_MARGIN,
     MAX_NAME_LENGTH,
     WORKER_SHUTDOWN_GRACE,
+    Pruning,
     health_socket_path,
     load_config,
     parse_config,
@@ -185,6 +189,37 @@ def test_heartbeat_is_at_most_a_third_of_stale_after() -> None:
         ),
         (minimal(workers=[{"name": "a/b"}]), '"name" may only use letters, digits'),
         (minimal(workers=[{"queues": ["a"]}]), 'workers[0]: "name" is required'),
+        (
+            minimal(defaults={"keep_succeeded": -1}),
+            '[defaults]: "keep_succeeded" must be >= 0, got -1',
+        ),
+        (
+            minimal(defaults={"keep_succeeded": "forever"}),
+            '[defaults]: "keep_succeeded" must be a number of seconds, not a string',
+        ),
+        (
+            minimal(workers=[{"name": "api", "keep_dead": "never"}]),
+            'workers[0] ("api"): "keep_dead" must be a number of seconds or "forever", '
+            "got 'never'",
+        ),
+        (
+            minimal(workers=[{"name": "api", "keep_cancelled": True}]),
+            'workers[0] ("api"): "keep_cancelled" must be a number of seconds or "forever", '
+            "not a boolean",
+        ),
+        (
+            minimal(workers=[{"name": "api", "prune_interval": 0}]),
+            'workers[0] ("api"): "prune_interval" must be > 0, got 0',
+        ),
+        (
+            minimal(defaults={"prune_interval": "1m"}),
+            '[defaults]: "prune_interval" must be a number of seconds, not a string',
+        ),
+        (
+            minimal(workers=[{"name": "api", "keep_silent_workers": 2}]),
+            'workers[0] ("api"): "keep_silent_workers" (2) must be longer than the child\'s '
+            "heartbeat interval (2 s)",
+        ),
         (minimal(workers=[]), "at least one [[workers]] entry is required"),
         ({"workers": [{"name": "api"}]}, 'missing required key "actors"'),
         (minimal(actors="no_colon"), '"actors" must be a "MODULE:ATTR" string'),
@@ -251,3 +286,45 @@ def test_the_example_is_the_seed_toml() -> None:
     doc = tomllib.loads(EXAMPLE.read_text())
     assert set(doc) == {"actors", "defaults", "supervisor", "workers"}
     assert [w["name"] for w in doc["workers"]] == ["api", "batch"]
+
+
+def test_pruning_defaults_are_the_worker_s_and_inherit_like_the_other_keys() -> None:
+    (plain,) = parse_config(minimal()).workers
+    assert plain.pruning == Pruning(
+        prune_interval=WORKER_DEFAULTS.prune_interval,
+        keep_succeeded=WORKER_DEFAULTS.retention_succeeded,
+        keep_dead=WORKER_DEFAULTS.retention_dead,
+        keep_cancelled=WORKER_DEFAULTS.retention_cancelled,
+        keep_silent_workers=WORKER_DEFAULTS.retention_workers,
+    )
+    doc = minimal(
+        defaults={"keep_succeeded": 3600, "keep_dead": "forever", "prune_interval": 30},
+        workers=[{"name": "a"}, {"name": "b", "keep_dead": 86400, "keep_silent_workers": 90}],
+    )
+    a, b = parse_config(doc).workers
+    assert (a.pruning.keep_succeeded, a.pruning.keep_dead, a.pruning.prune_interval) == (
+        3600.0,
+        None,
+        30.0,
+    )
+    assert a.pruning.keep_cancelled == WORKER_DEFAULTS.retention_cancelled
+    assert (b.pruning.keep_succeeded, b.pruning.keep_dead, b.pruning.keep_silent_workers) == (
+        3600.0,
+        86400.0,
+        90.0,
+    )
+
+
+def test_a_child_s_pruning_flags_are_what_taskq_worker_parses() -> None:
+    doc = minimal(
+        defaults={"keep_succeeded": 60, "keep_cancelled": "forever"},
+        workers=[{"name": "api", "prune_interval": 5, "keep_silent_workers": 120.5}],
+    )
+    config = parse_config(doc)
+    (spec,) = config.workers
+    argv = build_command(
+        spec, actors="m:r", instance=uuid.uuid4(), supervisor=config.supervisor
+    ).argv
+    ns = build_parser().parse_args(list(argv[argv.index("worker") :]))
+    assert (ns.prune_interval, ns.keep_succeeded, ns.keep_cancelled) == (5.0, 60.0, None)
+    assert (ns.keep_dead, ns.keep_silent_workers) == (WORKER_DEFAULTS.retention_dead, 120.5)

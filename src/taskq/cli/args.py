@@ -113,6 +113,18 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def seconds_or_forever(text: str) -> float | None:
+    """A retention: seconds, or ``forever`` (None: never pruned)."""
+    if text == "forever":
+        return None
+    try:
+        return seconds(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds >= 0 or 'forever', got {text!r}"
+        ) from None
+
+
 def port(text: str) -> int:
     value = integer(text)
     if not 0 <= value <= 65535:

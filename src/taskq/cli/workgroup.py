@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConfigError
 from ..worker.config import WORKER_DEFAULTS as _WORKER
+from ..worker.config import duration_text
 from . import args
 from .output import EXIT_OK, print_json, print_table, with_client
 
@@ -145,6 +146,57 @@ def add_worker(sub: args.Subparsers) -> None:
         help="a CPU pool process is replaced after a job that left it above this RSS "
         "(default: off)",
     )
+    _add_pruning(w)
+
+
+def _default(seconds: float | None) -> str:
+    if seconds is None:
+        return "(default: forever)"
+    number = f"{seconds:.0f}" if seconds.is_integer() else f"{seconds:g}"
+    return f"(default: {number}, {duration_text(seconds)})"
+
+
+def _add_pruning(w: argparse.ArgumentParser) -> None:
+    """The retention flags: what the worker's sweeper deletes, and how often."""
+    w.add_argument(
+        "--prune-interval",
+        type=args.positive_seconds,
+        default=_WORKER.prune_interval,
+        metavar="S",
+        help="seconds between this worker's prune passes " + _default(_WORKER.prune_interval),
+    )
+    w.add_argument(
+        "--keep-succeeded",
+        type=args.seconds,
+        default=_WORKER.retention_succeeded,
+        metavar="S",
+        help="seconds a succeeded job is kept after it finished, then pruned "
+        + _default(_WORKER.retention_succeeded),
+    )
+    w.add_argument(
+        "--keep-dead",
+        type=args.seconds_or_forever,
+        default=_WORKER.retention_dead,
+        metavar="S|forever",
+        help="seconds a dead job is kept after it ended ('forever': never pruned) "
+        + _default(_WORKER.retention_dead),
+    )
+    w.add_argument(
+        "--keep-cancelled",
+        type=args.seconds_or_forever,
+        default=_WORKER.retention_cancelled,
+        metavar="S|forever",
+        help="seconds a cancelled job is kept after it ended ('forever': never pruned) "
+        + _default(_WORKER.retention_cancelled),
+    )
+    w.add_argument(
+        "--keep-silent-workers",
+        type=args.positive_seconds,
+        default=_WORKER.retention_workers,
+        metavar="S",
+        help="seconds a worker row without heartbeats (and no running job) is kept; longer "
+        "than --heartbeat-interval " + _default(_WORKER.retention_workers),
+    )
 
 
 def add_workgroup(sub: args.Subparsers) -> None:
@@ -195,9 +247,19 @@ def cmd_worker(ns: argparse.Namespace) -> int:
         health_host=ns.health_host,
         prefetch=ns.prefetch,
         middleware=tuple(ns.middleware),
+        prune_interval=ns.prune_interval,
+        retention_succeeded=ns.keep_succeeded,
+        retention_dead=ns.keep_dead,
+        retention_cancelled=ns.keep_cancelled,
+        retention_workers=ns.keep_silent_workers,
     )
     if config.heartbeat_interval >= config.lease:
         raise ConfigError("--heartbeat-interval must be shorter than --lease")
+    if config.retention_workers <= config.heartbeat_interval:
+        raise ConfigError(
+            "--keep-silent-workers must be longer than --heartbeat-interval "
+            "(a live worker's row would be pruned between two heartbeats)"
+        )
     return run(config)
 
 

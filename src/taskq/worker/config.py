@@ -55,6 +55,8 @@ class WorkerConfig:
     # no flag: in-process use only
     cpu_max_payload_bytes: int = 64 * 1024 * 1024
     sweep_interval: float = 5.0  # never more than half the lease
+    # pruning: --prune-interval, --keep-succeeded, --keep-dead, --keep-cancelled,
+    # --keep-silent-workers (docs/worker.md, "Pruning")
     prune_interval: float = 60.0  # seconds between prune passes
     retention_succeeded: float = 7 * 24 * 3600.0  # seconds to keep succeeded jobs
     retention_dead: float | None = 30 * 24 * 3600.0  # seconds to keep dead jobs (None: forever)
@@ -65,3 +67,17 @@ class WorkerConfig:
 
 #: every default, for the command line and the workgroup to read (``actors`` is a stand-in)
 WORKER_DEFAULTS = WorkerConfig(actors="")
+
+_UNITS = ((86400, "day", "days"), (3600, "h", "h"), (60, "min", "min"))
+
+
+def duration_text(seconds: float | None) -> str:
+    """A retention or an interval for people: ``7 days``, ``10 min``, ``90 s``; None is
+    ``forever``."""
+    if seconds is None:
+        return "forever"
+    for size, one, many in _UNITS:
+        if seconds >= size and seconds % size == 0:
+            n = int(seconds // size)
+            return f"{n} {one if n == 1 else many}"
+    return f"{seconds:g} s"

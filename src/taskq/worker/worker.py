@@ -37,6 +37,7 @@ hurry=False)`` (``part.StopSignal`` does the waiting), and add one line to the l
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import socket
 from collections.abc import Callable, Coroutine, Sequence
@@ -89,6 +90,17 @@ def validate(config: WorkerConfig) -> None:
         raise ConfigError("shutdown_grace must be >= 0")
     if config.health_port is not None and config.health_socket_path is not None:
         raise ConfigError("give a health port or a health socket path, not both")
+    if not 0 < config.prune_interval < math.inf:
+        raise ConfigError("prune_interval must be a positive number of seconds")
+    for name in ("retention_succeeded", "retention_dead", "retention_cancelled"):
+        value = getattr(config, name)
+        if value is not None and not 0 <= value < math.inf:
+            raise ConfigError(f"{name} must be a number of seconds >= 0")
+    if not config.heartbeat_interval < config.retention_workers < math.inf:
+        raise ConfigError(
+            "retention_workers must be longer than the heartbeat interval "
+            "(a live worker's row would be pruned between two heartbeats)"
+        )
 
 
 def _scheduler(store: Store, registry: Registry) -> list[Part]:

@@ -20,7 +20,7 @@ from uuid import UUID
 
 from ..parentdeath import SUPERVISOR_PID_ENV
 from ..restart import RestartPolicy
-from .config import SupervisorConfig, WorkerSpec, health_socket_path
+from .config import Pruning, SupervisorConfig, WorkerSpec, health_socket_path
 
 #: the bounded read of the pumps: a longer line is forwarded in pieces this big
 PIPE_LIMIT = 64 * 1024
@@ -69,6 +69,26 @@ class ChildCommand:
     socket_path: str
 
 
+def pruning_flags(pruning: Pruning) -> list[str]:
+    """The ``taskq worker`` flags of a child's pruning settings."""
+
+    def seconds(value: float | None) -> str:
+        return "forever" if value is None else repr(value)
+
+    return [
+        "--prune-interval",
+        seconds(pruning.prune_interval),
+        "--keep-succeeded",
+        seconds(pruning.keep_succeeded),
+        "--keep-dead",
+        seconds(pruning.keep_dead),
+        "--keep-cancelled",
+        seconds(pruning.keep_cancelled),
+        "--keep-silent-workers",
+        seconds(pruning.keep_silent_workers),
+    ]
+
+
 def build_command(
     spec: WorkerSpec,
     *,
@@ -103,6 +123,7 @@ def build_command(
         repr(spec.heartbeat_interval),
         "--shutdown-grace",
         repr(supervisor.child_shutdown_grace),
+        *pruning_flags(spec.pruning),
     ]
     if spec.force_update_actor_config:
         argv.append("--force-update-actor-config")

@@ -6,8 +6,10 @@ problem found (the key, and the worker by index and name), e.g.
 ``workers[1] ("batch"): unknown key "queuez"``.
 
 Inheritance: a ``[[workers]]`` entry that omits ``poll_interval``, ``max_concurrency``,
-``worker_group`` or ``queues`` takes the ``[defaults]`` value, else taskq's built-in
-default (the ``taskq worker`` defaults: 1.0 s, 10, ``"default"``, ``["default"]``).
+``worker_group``, ``queues`` or a pruning key (``prune_interval``, ``keep_succeeded``,
+``keep_dead``, ``keep_cancelled``, ``keep_silent_workers``) takes the ``[defaults]`` value,
+else taskq's built-in default (the ``taskq worker`` defaults: 1.0 s, 10, ``"default"``,
+``["default"]``, ``WORKER_DEFAULTS``'s retentions).
 
 The numbers a supervisor derives for its children live here too, so ``validate`` and
 ``start`` agree on them: the heartbeat interval (at most a third of ``stale_after``), the
@@ -60,6 +62,18 @@ class HealthConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class Pruning:
+    """What a child's sweeper prunes, and how often: its ``--prune-interval`` and
+    ``--keep-*`` flags (seconds; None: ``forever``)."""
+
+    prune_interval: float = WORKER_DEFAULTS.prune_interval
+    keep_succeeded: float = WORKER_DEFAULTS.retention_succeeded
+    keep_dead: float | None = WORKER_DEFAULTS.retention_dead
+    keep_cancelled: float | None = WORKER_DEFAULTS.retention_cancelled
+    keep_silent_workers: float = WORKER_DEFAULTS.retention_workers
+
+
+@dataclass(frozen=True, slots=True)
 class WorkerSpec:
     """One ``[[workers]]`` entry, with ``[defaults]`` already applied."""
 
@@ -70,11 +84,12 @@ class WorkerSpec:
     worker_group: str
     force_update_actor_config: bool
     health: HealthConfig
+    pruning: Pruning = Pruning()
 
     @property
     def heartbeat_interval(self) -> float:
         """At most a third of ``stale_after``: a healthy child is never judged stale."""
-        return min(WORKER_HEARTBEAT_INTERVAL, self.health.stale_after / 3.0)
+        return child_heartbeat_interval(self.health)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +128,12 @@ class WorkgroupConfig:
         return any(w.health.enabled for w in self.workers)
 
 
+def child_heartbeat_interval(health: HealthConfig) -> float:
+    """A child's ``--heartbeat-interval``: the worker default, at most a third of
+    ``stale_after``."""
+    return min(WORKER_HEARTBEAT_INTERVAL, health.stale_after / 3.0)
+
+
 def socket_dir() -> str:
     return os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
 
@@ -131,7 +152,8 @@ def health_socket_path(instance: UUID, name: str) -> str:
 
 
 _TOP_KEYS = {"actors", "defaults", "supervisor", "workers"}
-_DEFAULT_KEYS = {"poll_interval", "max_concurrency", "worker_group", "queues"}
+_PRUNING_KEYS = set(Pruning.__dataclass_fields__)
+_DEFAULT_KEYS = {"poll_interval", "max_concurrency", "worker_group", "queues"} | _PRUNING_KEYS
 _WORKER_KEYS = _DEFAULT_KEYS | {"name", "force_update_actor_config", "health"}
 
 
@@ -268,6 +290,62 @@ def _queues(
     return tuple(value)
 
 
+def _keep(
+    table: dict[str, Any], key: str, default: float | None, where: str, errors: _Errors
+) -> float | None:
+    """A retention that may be ``"forever"`` (None): seconds >= 0 otherwise."""
+    if key not in table:
+        return default
+    value = table[key]
+    if value == "forever":
+        return None
+    if isinstance(value, str):
+        errors.add(where, f'"{key}" must be a number of seconds or "forever", got {value!r}')
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        errors.add(
+            where, f'"{key}" must be a number of seconds or "forever", not {_describe(value)}'
+        )
+        return default
+    found = len(errors.items)
+    seconds = _number(table, key, 0.0, where, errors, minimum=0.0)
+    return default if len(errors.items) > found else seconds
+
+
+def _pruning(
+    table: dict[str, Any], base: Pruning, heartbeat: float | None, where: str, errors: _Errors
+) -> Pruning:
+    """The pruning keys of one table over ``base``; ``heartbeat``: the child's heartbeat
+    interval, which ``keep_silent_workers`` must exceed (None: checked per worker)."""
+    pruning = Pruning(
+        prune_interval=_number(
+            table, "prune_interval", base.prune_interval, where, errors, minimum=0.0, strict=True
+        ),
+        keep_succeeded=_number(
+            table, "keep_succeeded", base.keep_succeeded, where, errors, minimum=0.0
+        ),
+        keep_dead=_keep(table, "keep_dead", base.keep_dead, where, errors),
+        keep_cancelled=_keep(table, "keep_cancelled", base.keep_cancelled, where, errors),
+        keep_silent_workers=_number(
+            table,
+            "keep_silent_workers",
+            base.keep_silent_workers,
+            where,
+            errors,
+            minimum=0.0,
+            strict=True,
+        ),
+    )
+    if heartbeat is not None and pruning.keep_silent_workers <= heartbeat:
+        errors.add(
+            where,
+            f'"keep_silent_workers" ({pruning.keep_silent_workers:g}) must be longer than the '
+            f"child's heartbeat interval ({heartbeat:g} s): a live worker's row would be "
+            "pruned between two heartbeats",
+        )
+    return pruning
+
+
 def _table(parent: dict[str, Any], key: str, where: str, errors: _Errors) -> dict[str, Any]:
     value = parent.get(key, {})
     if not isinstance(value, dict):
@@ -357,6 +435,7 @@ class _Inherited:
     max_concurrency: int | None  # None: the worker's default for its registry
     worker_group: str
     queues: tuple[str, ...]
+    pruning: Pruning
 
 
 def _parse_defaults(doc: dict[str, Any], errors: _Errors) -> _Inherited:
@@ -371,6 +450,7 @@ def _parse_defaults(doc: dict[str, Any], errors: _Errors) -> _Inherited:
         worker_group=_string(table, "worker_group", BUILTIN_WORKER_GROUP, where, errors)
         or BUILTIN_WORKER_GROUP,
         queues=_queues(table, BUILTIN_QUEUES, where, errors),
+        pruning=_pruning(table, Pruning(), None, where, errors),
     )
 
 
@@ -394,6 +474,8 @@ def _parse_worker(index: int, entry: Any, defaults: _Inherited, errors: _Errors)
         elif not _NAME.match(name):
             errors.add(where, '"name" may only use letters, digits, _ . and -')
     _unknown_keys(entry, _WORKER_KEYS, where, errors)
+    health = _parse_health(entry, where, errors)
+    heartbeat = child_heartbeat_interval(health)
     return WorkerSpec(
         name=name,
         queues=_queues(entry, defaults.queues, where, errors),
@@ -406,7 +488,8 @@ def _parse_worker(index: int, entry: Any, defaults: _Inherited, errors: _Errors)
         force_update_actor_config=_boolean(
             entry, "force_update_actor_config", False, where, errors
         ),
-        health=_parse_health(entry, where, errors),
+        health=health,
+        pruning=_pruning(entry, defaults.pruning, heartbeat, where, errors),
     )
 
 

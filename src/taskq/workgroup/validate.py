@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..registry import Registry, load_registry
+from ..worker.config import duration_text
 from .config import (
     CHILD_TEARDOWN_MARGIN,
     WORKER_SHUTDOWN_GRACE,
@@ -94,6 +95,13 @@ def summarise(config: WorkgroupConfig, registry: Registry | None) -> list[str]:
             f"heartbeat={w.heartbeat_interval:g}s"
             + (" force_update_actor_config" if w.force_update_actor_config else "")
             + f"; {health_text}"
+        )
+        p = w.pruning
+        lines.append(
+            f"      pruning: every {duration_text(p.prune_interval)}; keeps succeeded jobs "
+            f"{duration_text(p.keep_succeeded)}, dead {duration_text(p.keep_dead)}, cancelled "
+            f"{duration_text(p.keep_cancelled)}, silent worker rows "
+            f"{duration_text(p.keep_silent_workers)}"
         )
     schedules = registry.schedules if registry is not None else []
     if schedules:
