@@ -39,8 +39,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import compileall
-import importlib.util
 import json
 import os
 import signal
@@ -53,7 +51,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import pgadmin
+from . import pgadmin, venvs
 
 HERE = Path(__file__).resolve().parent
 PEERS = HERE / "peers"
@@ -104,16 +102,9 @@ async def _enqueue_taskq(dsn: str, migrate: bool) -> None:
 
 
 def byte_compile(src: str) -> None:
-    """Write the ``__pycache__`` of taskq's package in ``src`` (the installed one if empty)
-    and of the peer scripts' helpers, as an install would."""
-    if src:
-        package = Path(src) / "taskq"
-    else:
-        spec = importlib.util.find_spec("taskq")
-        assert spec is not None and spec.origin is not None
-        package = Path(spec.origin).parent
-    for directory in (package, PEERS):
-        compileall.compile_dir(directory, quiet=1)
+    """Bytecode for the taskq package in ``src`` (the installed one when empty) and the
+    peer scripts' helpers, as an install has (``venvs.byte_compile``)."""
+    venvs.byte_compile(PEERS, *([Path(src) / "taskq"] if src else []))
 
 
 def enqueue(arm: Arm, migrate: bool = False) -> None:
@@ -275,6 +266,11 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--importtime", action="store_true", help="runs with -X importtime")
     p.add_argument("--callgrind", action="store_true", help="runs under valgrind (slow)")
+    p.add_argument(
+        "--no-compile",
+        action="store_true",
+        help="do not byte-compile the trees first (to measure what compiling at start costs)",
+    )
     p.add_argument("--db-prefix", default="bench_startup_")
     p.add_argument("--workdir", default="/tmp/startup-bench")
     p.add_argument("--timeout", type=float, default=120.0)
@@ -292,7 +288,8 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     trees = [t.partition("=")[::2] for t in args.tree] or [("taskq", "")]
     for _, src in trees:
-        byte_compile(src)
+        if not args.no_compile:
+            byte_compile(src)
     arms: list[Arm] = []
     if args.pg:
         dsn = pgadmin.recreate(args.pg, args.db_prefix + "taskq")

@@ -3,10 +3,14 @@
 A venv is rebuilt only when its requirement list changes (a stamp file holds the list
 it was built with). A failed build is reported, never raised: the peer shows as
 "unavailable: <reason>" in the table.
+
+``byte_compile`` gives taskq's own source the ``__pycache__`` an install would.
 """
 
 from __future__ import annotations
 
+import compileall
+import importlib.util
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -75,3 +79,17 @@ def installed_version(python: Path, dist: str) -> str | None:
         timeout=60,
     )
     return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
+def byte_compile(*folders: Path) -> None:
+    """Write the ``__pycache__`` of taskq's package (``src/taskq`` of the running
+    interpreter's install) and of ``folders``, as installing a wheel does. pip compiles
+    the peers' packages; taskq's editable install has no bytecode, and where
+    ``PYTHONDONTWRITEBYTECODE=1`` is set (as on the machines of docs/benchmarks.md) every
+    taskq process would compile its ~60 modules again at start (~100 ms of CPU a worker
+    here), a cost no installed taskq pays and the drain's start-up would count."""
+    spec = importlib.util.find_spec("taskq")
+    if spec is not None and spec.origin is not None:
+        compileall.compile_dir(Path(spec.origin).parent, quiet=1)
+    for folder in folders:
+        compileall.compile_dir(folder, quiet=1)

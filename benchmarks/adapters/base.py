@@ -42,6 +42,7 @@ class Adapter:
         return not self.requirements
 
     def prepare(self, *, offline: bool) -> Prepared:
+        venvs.byte_compile(PEERS)  # taskq's modules and the peer scripts' own, as installed
         if self.is_taskq:
             return Prepared(
                 Path(sys.executable), venvs.installed_version(Path(sys.executable), self.dist)
