@@ -21,7 +21,7 @@ from tests.worker_logs import captured_logs
 
 
 def restarts_total() -> float:
-    return metrics.pool_worker_restarts._value.get()
+    return metrics.WORKER.get_sample_value("taskq_pool_worker_restarts_total") or 0.0
 
 
 async def test_verify_raise_inside_a_worker_error_is_logged_immediately(target, store, runs_file):
@@ -171,8 +171,17 @@ async def test_verify_always_raising_handler_is_dead_lettered_after_three_attemp
 ):
     """Seed 000 step 4: the item lands in the dead-letter state after three attempts and
     the queue still drains (nothing left queued or running)."""
-    metric = metrics.pool_items_dead_lettered.labels("always_fails", "failed")
-    before = metric._value.get()
+
+    def dead_lettered() -> float:
+        return (
+            metrics.WORKER.get_sample_value(
+                "taskq_pool_items_dead_lettered_total",
+                {"actor": "always_fails", "reason": "failed"},
+            )
+            or 0.0
+        )
+
+    before = dead_lettered()
     async with AsyncClient(store=store) as client:
         ids = await client.enqueue_many(actors.always_fails, [((f"a{i}",), {}) for i in range(5)])
         async with running_worker(target):
@@ -181,7 +190,7 @@ async def test_verify_always_raising_handler_is_dead_lettered_after_three_attemp
     assert Counter(actors.runs(runs_file)) == {f"a{i}": 3 for i in range(5)}
     stats = await store.stats()
     assert stats["queued"] == stats["running"] == 0
-    assert metric._value.get() == before + 5
+    assert dead_lettered() == before + 5
 
 
 async def test_verify_killed_workers_move_both_signals_and_they_recover(target, store, tmp_path):
