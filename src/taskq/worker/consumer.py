@@ -11,21 +11,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from uuid import UUID
 
 from ..jobs import ClaimedJob, Outcome
 from .acker import Acker
 from .buffer import JobBuffer
 from .middleware import MiddlewareChain
 from .runners import Executor
-
-
-@dataclass(slots=True)
-class RunningJob:
-    job: ClaimedJob
-    consumer: int
-    started: float
 
 
 class Consumer:
@@ -36,7 +27,6 @@ class Consumer:
         buffer: JobBuffer,
         executor: Executor,
         acker: Acker,
-        running: dict[UUID, RunningJob],
         middleware: MiddlewareChain,
         stopping: Callable[[], bool],
         on_success: Callable[[], None] | None,
@@ -45,11 +35,10 @@ class Consumer:
         self._buffer = buffer
         self._executor = executor
         self._acker = acker
-        self._running = running
         self._middleware = middleware
         self._stopping = stopping
         self._on_success = on_success
-        self.held: ClaimedJob | None = None
+        self.held: ClaimedJob | None = None  # the job this consumer runs (the worker's view)
         self._outcome: Outcome | None = None
         self._ran = False
 
@@ -65,12 +54,11 @@ class Consumer:
             self._acker,
         )
         perf_counter = time.perf_counter
-        running, middleware = self._running, self._middleware
+        middleware = self._middleware
         try:
             while not self._stopping():
                 job = await get()
                 self.held, self._outcome, self._ran = job, None, False
-                running[job.id] = RunningJob(job, self.index, time.monotonic())
                 if middleware:
                     middleware.before_job(job)
                 started = perf_counter()
@@ -84,7 +72,6 @@ class Consumer:
                 else:
                     acker.add(outcome)
                 self.held = None
-                del running[job.id]
                 buffer.done(duration)
                 if self._on_success is not None:
                     self._on_success()
@@ -98,7 +85,6 @@ class Consumer:
         if job is None:
             return
         self.held = None
-        self._running.pop(job.id, None)
         if self._ran and self._outcome is not None:
             self._acker.add(self._outcome)
         else:

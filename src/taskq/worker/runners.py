@@ -38,7 +38,20 @@ from .threads import ThreadRunner
 log = get_logger(__name__)
 
 ASYNC, SYNC, CPU = "async", "sync", "cpu"
-_decode = json.JSONDecoder().decode
+_decoder = json.JSONDecoder()
+_scan = _decoder.scan_once  # type: ignore[attr-defined]  # the C scanner, no regexes around it
+
+
+def _decode(text: str) -> Any:
+    """JSON text as stored (compact, from a json column) -> value; anything else takes
+    the full decoder, which also names what is wrong."""
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        end = -1
+    if end != len(text):
+        return _decoder.decode(text)
+    return value
 
 
 @dataclass(slots=True)

@@ -42,11 +42,12 @@ import os
 import socket
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
+from uuid import UUID
 
 from .. import exit_codes
 from ..exceptions import ActorConfigDrift, ConfigError, CrashLoop, TaskqError
 from ..ids import uuid7
-from ..jobs import WorkerInfo
+from ..jobs import ClaimedJob, WorkerInfo
 from ..logs import get_logger
 from ..middleware import Middleware
 from ..registry import Registry, load_registry
@@ -57,7 +58,7 @@ from .acker import Acker
 from .buffer import JobBuffer
 from .cancels import Cancels, CancelWatcher
 from .config import WorkerConfig, default_concurrency
-from .consumer import Consumer, RunningJob
+from .consumer import Consumer
 from .cpu_runner import CpuRunner
 from .fetcher import Fetcher
 from .health import HealthServer
@@ -135,7 +136,6 @@ class Worker:
         self._stop_requests = 0
         self.shutting_down = False
         self.exit_code = exit_codes.OK
-        self.running: dict[Any, RunningJob] = {}
         self.store: Store | None = None
         self.supervisor: TaskSupervisor | None = None
         self._parts: Parts | None = None
@@ -318,7 +318,6 @@ class Worker:
                 buffer=buffer,
                 executor=executor,
                 acker=acker,
-                running=self.running,
                 middleware=chain,
                 stopping=lambda: supervisor.stopping,
                 on_success=on_success,
@@ -432,8 +431,18 @@ class Worker:
             self._stop_reason = self._stop_reason or f"{part.name} died"
 
     # -- views ------------------------------------------------------------------------
+    @property
+    def running(self) -> dict[UUID, ClaimedJob]:
+        """The jobs the consumers run now, by id (read by the lag monitor's thread too:
+        each consumer's ``held`` is one attribute, read once)."""
+        supervisor = self.supervisor
+        if supervisor is None:
+            return {}
+        held = [consumer.held for consumer in list(supervisor.members.values())]
+        return {job.id: job for job in held if job is not None}
+
     def _running_actors(self) -> list[str]:
-        return sorted({r.job.actor for r in list(self.running.values())})
+        return sorted({job.actor for job in self.running.values()})
 
     async def _ready(self) -> tuple[bool, str]:
         if self.shutting_down or self._stop_reason is not None:
