@@ -19,7 +19,6 @@ is imported here, on purpose.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sys
@@ -37,6 +36,8 @@ def set_parent_death_signal(sig: int = signal.SIGTERM) -> str | None:
     """Ask the kernel for ``sig`` when our parent dies. None if set, else why not."""
     if not sys.platform.startswith("linux"):
         return f"not available on {sys.platform}"
+    import ctypes  # here: only a supervised child asks, and ``import taskq`` stays light
+
     try:
         # the running interpreter already links libc: no ctypes.util.find_library, which
         # runs ldconfig/gcc in a subprocess (a quarter second at every child start)

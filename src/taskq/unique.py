@@ -13,7 +13,6 @@ per key per period: cover ``succeeded`` too to keep a finished job blocking its 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -109,6 +108,8 @@ class Unique:
 
 def derived_key(actor: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
     """``actor:<sha256 of the arguments>``; keyword order does not matter."""
+    import hashlib  # here: a worker, which derives no keys, never loads OpenSSL's hashes
+
     try:
         text = json.dumps([list(args), dict(kwargs)], sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError) as exc:

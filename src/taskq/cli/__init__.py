@@ -14,18 +14,36 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .. import __version__, logs
 from ..exceptions import TaskqError
 from . import admin, jobs, queues, workgroup
-from .args import Parser, subcommands
+from .args import Parser, Subparsers, subcommands
 from .output import EXIT_BROKEN_PIPE, EXIT_ERROR, error
 
 __all__ = ["build_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: every command, by name, with the function that adds its parser (``taskq --help`` order)
+COMMANDS: dict[str, Callable[[Subparsers], None]] = {
+    "migrate": admin.add_migrate,
+    "worker": workgroup.add_worker,
+    "workgroup": workgroup.add_workgroup,
+    "enqueue": jobs.add_enqueue,
+    "jobs": jobs.add_jobs,
+    "queues": queues.add_queues,
+    "actors": queues.add_actors,
+    "workers": workgroup.add_workers,
+    "schedules": admin.add_schedules,
+    "demo": admin.add_demo,
+    "dashboard": admin.add_dashboard,
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or only of ``command``: a command line that starts
+    with a command's name needs no other (and a worker's start-up does not build them)."""
     parser = Parser(
         prog="taskq", description="Background jobs where workers die and nothing is lost or silent."
     )
@@ -35,20 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--schema", help="Postgres schema (default: TASKQ_SCHEMA or taskq)")
     parser.add_argument("--version", action="version", version=f"taskq {__version__}")
     sub = subcommands(parser, "command", "COMMAND", required=True)
-    for add in (
-        admin.add_migrate,
-        workgroup.add_worker,
-        workgroup.add_workgroup,
-        jobs.add_enqueue,
-        jobs.add_jobs,
-        queues.add_queues,
-        queues.add_actors,
-        workgroup.add_workers,
-        admin.add_schedules,
-        admin.add_demo,
-        admin.add_dashboard,
-    ):
-        add(sub)
+    for name, add in COMMANDS.items():
+        if command is None or name == command:
+            add(sub)
     return parser
 
 
@@ -67,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    ns = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    ns = build_parser(words[0] if words and words[0] in COMMANDS else None).parse_args(words)
     if ns.command in ("worker", "workgroup") and "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # `--actors myapp.tasks:registry` from the app's directory
     try:
