@@ -26,7 +26,7 @@ from uuid import UUID
 
 from . import tracing, txn
 from .exceptions import ConfigError, InvalidJobState, JobNotFound
-from .ids import uuid7, uuid7_ints
+from .ids import uuid7, uuid7_int, uuid7_ints
 from .jobs import (
     ActorConfig,
     CancelResult,
@@ -181,6 +181,26 @@ class AsyncClient:
         ``.duplicate`` True. ``meta`` is a small JSON object and ``tags`` short strings,
         both kept on the job. ``connection`` writes the job in the caller's transaction
         (see ``taskq.txn``): it exists only if that transaction commits."""
+        if unique_key is None and connection is None:
+            await self.open()
+            template = self._builder.template(
+                actor,
+                known=await self._known([actor]),
+                queue=queue,
+                delay=delay,
+                run_at=run_at,
+                priority=priority,
+                meta=meta,
+                tags=tags,
+            )
+            if template.unique is None:  # no key: as a batch of one, by columns
+                (job_id,) = new_job_ids([uuid7_int()])
+                job = self._builder.one(template, args, kwargs or {}, job_id)
+                with tracing.enqueue_columns_span(job) as traced:
+                    await self._store.enqueue_columns(traced)
+                return job_id
+            spec = self._builder.spec(template, args, kwargs or {}, uuid7())
+            return (await self._insert([spec], None))[0]
         spec = await self._spec_one(
             actor,
             args,

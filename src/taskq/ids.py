@@ -32,12 +32,17 @@ def _next_ms_and_counter() -> tuple[int, int]:
     return _last_ms, _counter
 
 
-def uuid7() -> uuid.UUID:
-    """A UUIDv7, monotonic within this process (12-bit counter in rand_a)."""
+def uuid7_int() -> int:
+    """``uuid7()`` as the 128-bit integer of its ``UUID``."""
     with _lock:
         ms, counter = _next_ms_and_counter()
     rand_b = int.from_bytes(os.urandom(8), "big") & _RAND_B
-    return uuid.UUID(int=(ms & _MS) << 80 | counter << 64 | _VERSION_VARIANT | rand_b)
+    return (ms & _MS) << 80 | counter << 64 | _VERSION_VARIANT | rand_b
+
+
+def uuid7() -> uuid.UUID:
+    """A UUIDv7, monotonic within this process (12-bit counter in rand_a)."""
+    return uuid.UUID(int=uuid7_int())
 
 
 def uuid7_ints(n: int) -> list[int]:

@@ -80,6 +80,8 @@ class JobBuilder:
 
     def __init__(self, max_payload_bytes: int) -> None:
         self.max_payload_bytes = max_payload_bytes
+        # id(actor) -> (actor, its options, its template with no options of the call's)
+        self._plain: dict[int, tuple[object, tuple[Any, ...], Template]] = {}
 
     def template(
         self,
@@ -93,6 +95,57 @@ class JobBuilder:
         unique: Unique | None = None,
         meta: Mapping[str, Any] | None = None,
         tags: Sequence[str] | None = (),
+    ) -> Template:
+        options = None  # the actor's own, when the call adds none: its template is kept
+        if (
+            isinstance(actor, Actor)
+            and queue is None
+            and delay is None
+            and run_at is None
+            and priority is None
+            and unique is None
+            and meta is None
+            and not tags
+        ):
+            options = (
+                actor.name,
+                actor.queue,
+                actor.max_attempts,
+                actor.max_crashes,
+                actor.idempotent,
+                actor.priority,
+                actor.unique,
+            )
+            found = self._plain.get(id(actor))
+            if found is not None and found[0] is actor and found[1] == options:
+                return found[2]
+        made = self._template(
+            actor,
+            known=known,
+            queue=queue,
+            delay=delay,
+            run_at=run_at,
+            priority=priority,
+            unique=unique,
+            meta=meta,
+            tags=tags,
+        )
+        if options is not None:
+            self._plain[id(actor)] = (actor, options, made)
+        return made
+
+    def _template(
+        self,
+        actor: ActorRef,
+        *,
+        known: Mapping[str, ActorConfig],
+        queue: str | None,
+        delay: float | None,
+        run_at: datetime | None,
+        priority: int | None,
+        unique: Unique | None,
+        meta: Mapping[str, Any] | None,
+        tags: Sequence[str] | None,
     ) -> Template:
         actor_unique: Unique | None = None
         if isinstance(actor, Actor):
@@ -183,6 +236,40 @@ class JobBuilder:
             t.tags,
         )
 
+    def one(
+        self, t: Template, args: Sequence[Any], kwargs: Mapping[str, Any], job_id: UUID
+    ) -> JobColumns:
+        """One job of a template that carries no unique key, as columns (what ``spec``
+        would encode, with the same checks and errors)."""
+        encoded = None
+        if not kwargs and type(args) in _ARGS_TYPES:
+            encoded = fast_dumps(args) if args else "[]"
+        if encoded is not None and len(encoded) * 4 + 8 <= self.max_payload_bytes:
+            kwargs_encoded = "{}"
+        else:
+            encoded, kwargs_encoded = encode_arguments(
+                args, kwargs, actor=t.actor, max_bytes=self.max_payload_bytes
+            )
+        return self._columns(t, [job_id], [encoded], [kwargs_encoded])
+
+    def _columns(
+        self, t: Template, ids: Sequence[UUID], args_json: list[str], kwargs_json: list[str]
+    ) -> JobColumns:
+        return JobColumns(
+            ids,
+            args_json,
+            kwargs_json,
+            t.actor,
+            t.queue,
+            t.priority,
+            t.run_at,
+            t.max_attempts,
+            t.max_crashes,
+            t.idempotent,
+            t.meta_json,
+            t.tags,
+        )
+
     def columns(
         self, t: Template, items: Sequence[Item | Sequence[Any]], ids: Sequence[UUID]
     ) -> JobColumns:
@@ -217,20 +304,7 @@ class JobBuilder:
             )
             add_args(encoded)
             add_kwargs(kwargs_encoded)
-        return JobColumns(
-            ids,
-            args_json,
-            kwargs_json,
-            t.actor,
-            t.queue,
-            t.priority,
-            t.run_at,
-            t.max_attempts,
-            t.max_crashes,
-            t.idempotent,
-            t.meta_json,
-            t.tags,
-        )
+        return self._columns(t, ids, args_json, kwargs_json)
 
     def many(
         self,

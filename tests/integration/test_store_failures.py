@@ -15,8 +15,15 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from taskq.exceptions import ConfigError, InvalidDSN, SchemaNotMigrated, StoreUnavailable
-from taskq.ids import uuid7
+from taskq.exceptions import (
+    ConfigError,
+    InvalidDSN,
+    SchemaNotMigrated,
+    StoreError,
+    StoreUnavailable,
+)
+from taskq.ids import uuid7, uuid7_ints
+from taskq.jobs import JobColumns, new_job_ids
 from taskq.store import Store, create_store
 from taskq.store.sqlfile import load_migrations
 from taskq.store.sqlite import SqliteStore
@@ -93,6 +100,43 @@ async def test_a_connection_killed_mid_call_is_store_unavailable_once_then_recov
         assert isinstance(info.value.__cause__, psycopg.OperationalError)
         assert "\n" not in str(info.value) and "127.0.0.1" in str(info.value)
         assert (await store.stats())["queued"] == 1  # the pool dropped the dead connection
+
+
+def plain_jobs(n: int) -> JobColumns:
+    return JobColumns(new_job_ids(uuid7_ints(n)), ["[1]"] * n, ["{}"] * n, "tests.echo", "default")
+
+
+async def test_the_producers_kept_connection_killed_while_idle_is_replaced(pg_target):
+    """An enqueue keeps its connection for the next one (``_spare``): killed while it
+    waits, it is replaced at the next enqueue, which does not fail."""
+    async with tagged_store(pg_target) as (store, app):
+        await store.enqueue_columns(plain_jobs(1))
+        assert store._spare is not None  # type: ignore[attr-defined]
+        assert terminate(pg_target.dsn, app) >= 1
+        await store.enqueue_columns(plain_jobs(1))
+        await store.enqueue_columns(plain_jobs(150))  # the COPY path on it too
+        assert (await store.stats())["queued"] == 152
+
+
+async def test_concurrent_enqueues_share_the_pool_and_keep_one_connection(pg_target):
+    async with tagged_store(pg_target) as (store, _app):
+        await asyncio.gather(*(store.enqueue_columns(plain_jobs(1 + i % 120)) for i in range(24)))
+        assert (await store.stats())["queued"] == sum(1 + i % 120 for i in range(24))
+        stats = store._pool.get_stats()  # type: ignore[attr-defined]
+        kept = store._spare  # type: ignore[attr-defined]
+        assert kept is not None and stats["pool_size"] - stats["pool_available"] == 1
+
+
+async def test_a_failed_enqueue_does_not_keep_its_connection(pg_target):
+    async with tagged_store(pg_target) as (store, _app):
+        jobs = plain_jobs(1)
+        await store.enqueue_columns(jobs)
+        assert store._spare is not None  # type: ignore[attr-defined]
+        with pytest.raises(StoreError):
+            await store.enqueue_columns(jobs)  # the same id again
+        assert store._spare is None  # type: ignore[attr-defined]  # back to the pool
+        await store.enqueue_columns(plain_jobs(2))
+        assert (await store.stats())["queued"] == 3
 
 
 async def test_listener_reconnects_after_its_connection_is_killed(pg_target):

@@ -121,9 +121,23 @@ def tags_json(tags: Sequence[str]) -> str | None:
 
 
 def columns_insert(statements: dict[str, str], jobs: JobColumns) -> tuple[str, dict[str, Any]]:
-    """A small batch of columns as one ``INSERT ... SELECT FROM unnest`` (``enqueue``;
-    ``enqueue_full`` when the jobs carry meta or tags)."""
+    """A small batch of columns as one ``INSERT``: ``enqueue_one`` for a single plain job,
+    else ``INSERT ... SELECT FROM unnest`` (``enqueue``; ``enqueue_full`` when the jobs
+    carry meta or tags)."""
     n = len(jobs.ids)
+    if n == 1 and jobs.meta_json is None and not jobs.tags:
+        return statements["enqueue_one"], {
+            "id": jobs.ids[0],
+            "actor": jobs.actor,
+            "queue": jobs.queue,
+            "args": jobs.args_json[0],
+            "kwargs": jobs.kwargs_json[0],
+            "priority": jobs.priority,
+            "run_at": jobs.run_at,
+            "max_attempts": jobs.max_attempts,
+            "max_crashes": jobs.max_crashes,
+            "idempotent": jobs.idempotent,
+        }
     params: dict[str, Any] = {
         "ids": list(jobs.ids),
         "actors": [jobs.actor] * n,
