@@ -120,6 +120,8 @@ class Fetcher(Stoppable):
                 buffer.put_many(jobs)
             woken = len(jobs) < limit
             if woken:
+                if jobs:
+                    await asyncio.sleep(0)  # the consumers start these before the wait is set up
                 await self._wait_for_jobs()
 
     async def _wait_for_jobs(self) -> None:
