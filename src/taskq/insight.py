@@ -1,11 +1,14 @@
-"""Plain data for the operator's views: backlog metrics, the dashboard, workgroup reports.
+"""Plain data for the operator's views: backlog metrics, the dashboard, workgroup reports,
+and the jobs table's upkeep.
 
 Read from the store by ``Store.queue_backlog``, ``queue_activity``, ``browse_jobs``,
-``job_errors`` and ``list_workgroups``; no behaviour here.
+``job_errors``, ``list_workgroups``, ``autovacuum`` and ``vacuum_jobs``; no behaviour
+here beyond wording.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -75,3 +78,61 @@ class WorkgroupReport:
     pid: int
     updated_at: datetime
     children: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Autovacuum:
+    """Whether Postgres's autovacuum reaches the jobs table (``Store.autovacuum``): the
+    server's ``autovacuum`` and ``track_counts`` settings, the table's own
+    ``autovacuum_enabled`` storage parameter (None: not set, the server's applies), and
+    whether ``role`` may ``VACUUM`` the table itself."""
+
+    table: str  # schema-qualified: "taskq.jobs"
+    server: bool
+    track_counts: bool
+    table_enabled: bool | None
+    can_vacuum: bool
+    role: str
+
+    @property
+    def problem(self) -> str | None:
+        """Why autovacuum never vacuums the table; None when it does."""
+        if not self.server:
+            return "autovacuum is off on the Postgres server (autovacuum = off)"
+        if not self.track_counts:
+            return (
+                "track_counts is off on the Postgres server, so autovacuum cannot see which "
+                "tables need it"
+            )
+        if self.table_enabled is False:
+            return f"autovacuum is off for {self.table} (its autovacuum_enabled storage parameter)"
+        return None
+
+    @property
+    def fix(self) -> str:
+        """What to do about ``problem``."""
+        if not self.server or not self.track_counts:
+            on = "track_counts = on" if self.server else "autovacuum = on"
+            first = f"turn it on ({on} in postgresql.conf, then SELECT pg_reload_conf())"
+        else:
+            first = f"turn it on (ALTER TABLE {self.table} RESET (autovacuum_enabled))"
+        return (
+            f"{first}, or VACUUM {self.table} regularly (every minute or so under load: from "
+            "cron, or by starting the workers with --vacuum-after-prune)"
+        )
+
+
+class VacuumOutcome(enum.StrEnum):
+    VACUUMED = "vacuumed"
+    RECENT = "recent"  # vacuumed (by anyone, autovacuum too) within the window: nothing to do
+    BUSY = "busy"  # another vacuum holds the table: skipped, never waited for
+    REFUSED = "refused"  # the server skipped it with a warning (this role may not vacuum it)
+    UNSUPPORTED = "unsupported"  # a store with nothing to vacuum (SQLite)
+
+
+@dataclass(frozen=True, slots=True)
+class VacuumResult:
+    """What ``Store.vacuum_jobs`` did; ``message`` is the server's warning when REFUSED."""
+
+    outcome: VacuumOutcome
+    message: str = ""

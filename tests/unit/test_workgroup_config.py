@@ -220,6 +220,10 @@ def test_heartbeat_is_at_most_a_third_of_stale_after() -> None:
             'workers[0] ("api"): "keep_silent_workers" (2) must be longer than the child\'s '
             "heartbeat interval (2 s)",
         ),
+        (
+            minimal(defaults={"vacuum_after_prune": "yes"}),
+            '[defaults]: "vacuum_after_prune" must be true or false, not a string',
+        ),
         (minimal(workers=[]), "at least one [[workers]] entry is required"),
         ({"workers": [{"name": "api"}]}, 'missing required key "actors"'),
         (minimal(actors="no_colon"), '"actors" must be a "MODULE:ATTR" string'),
@@ -317,14 +321,22 @@ def test_pruning_defaults_are_the_worker_s_and_inherit_like_the_other_keys() -> 
 
 def test_a_child_s_pruning_flags_are_what_taskq_worker_parses() -> None:
     doc = minimal(
-        defaults={"keep_succeeded": 60, "keep_cancelled": "forever"},
-        workers=[{"name": "api", "prune_interval": 5, "keep_silent_workers": 120.5}],
+        defaults={"keep_succeeded": 60, "keep_cancelled": "forever", "vacuum_after_prune": True},
+        workers=[
+            {"name": "api", "prune_interval": 5, "keep_silent_workers": 120.5},
+            {"name": "plain", "vacuum_after_prune": False},
+        ],
     )
     config = parse_config(doc)
-    (spec,) = config.workers
-    argv = build_command(
-        spec, actors="m:r", instance=uuid.uuid4(), supervisor=config.supervisor
-    ).argv
-    ns = build_parser().parse_args(list(argv[argv.index("worker") :]))
-    assert (ns.prune_interval, ns.keep_succeeded, ns.keep_cancelled) == (5.0, 60.0, None)
-    assert (ns.keep_dead, ns.keep_silent_workers) == (WORKER_DEFAULTS.retention_dead, 120.5)
+    api, plain = (
+        build_parser().parse_args(list(argv[argv.index("worker") :]))
+        for argv in (
+            build_command(
+                spec, actors="m:r", instance=uuid.uuid4(), supervisor=config.supervisor
+            ).argv
+            for spec in config.workers
+        )
+    )
+    assert (api.prune_interval, api.keep_succeeded, api.keep_cancelled) == (5.0, 60.0, None)
+    assert (api.keep_dead, api.keep_silent_workers) == (WORKER_DEFAULTS.retention_dead, 120.5)
+    assert api.vacuum_after_prune is True and plain.vacuum_after_prune is False

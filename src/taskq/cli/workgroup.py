@@ -197,6 +197,12 @@ def _add_pruning(w: argparse.ArgumentParser) -> None:
         help="seconds a worker row without heartbeats (and no running job) is kept; longer "
         "than --heartbeat-interval " + _default(_WORKER.retention_workers),
     )
+    w.add_argument(
+        "--vacuum-after-prune",
+        action="store_true",
+        help="Postgres with autovacuum off for the jobs table: VACUUM it after each prune "
+        "pass (needs the table's owner; see docs/operating.md)",
+    )
 
 
 def add_workgroup(sub: args.Subparsers) -> None:
@@ -252,6 +258,7 @@ def cmd_worker(ns: argparse.Namespace) -> int:
         retention_dead=ns.keep_dead,
         retention_cancelled=ns.keep_cancelled,
         retention_workers=ns.keep_silent_workers,
+        vacuum_after_prune=ns.vacuum_after_prune,
     )
     if config.heartbeat_interval >= config.lease:
         raise ConfigError("--heartbeat-interval must be shorter than --lease")

@@ -24,7 +24,15 @@ from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
-from ..insight import JobError, JobFilter, QueueActivity, QueueDepth, WorkgroupReport
+from ..insight import (
+    Autovacuum,
+    JobError,
+    JobFilter,
+    QueueActivity,
+    QueueDepth,
+    VacuumResult,
+    WorkgroupReport,
+)
 from ..jobs import (
     ActorConfig,
     CancelResult,
@@ -286,3 +294,14 @@ class Store(Protocol):
 
     async def list_workgroups(self, since: datetime) -> list[WorkgroupReport]:
         """Workgroups that reported since ``since``, newest first."""
+
+    # -- upkeep of the jobs table (docs/operating.md) --------------------------------------
+    async def autovacuum(self) -> Autovacuum | None:
+        """Postgres: whether autovacuum reclaims the jobs table's dead rows, and whether
+        this role may VACUUM the table. None on a store with nothing to vacuum (SQLite)."""
+
+    async def vacuum_jobs(self, *, unless_vacuumed_within: float) -> VacuumResult:
+        """``VACUUM`` the jobs table (Postgres), unless it was vacuumed (by anyone,
+        autovacuum too) in the last ``unless_vacuumed_within`` seconds or another vacuum
+        holds it (never waited for). A server that skips it with a warning (the role may
+        not vacuum the table) is REFUSED, with the warning. SQLite: UNSUPPORTED."""

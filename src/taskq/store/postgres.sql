@@ -907,3 +907,29 @@ FROM schedules ORDER BY name;
 -- description: A schedule's ticks up to this one are done (enqueued or skipped); never back.
 UPDATE schedules SET last_tick = %(tick)s
 WHERE name = %(name)s AND (last_tick IS NULL OR last_tick < %(tick)s);
+
+-- name: autovacuum_state
+-- description: Whether autovacuum reaches the jobs table (server settings, the table's own option) and whether this role may VACUUM it.
+-- VACUUM needs the table's owner or the database's (a superuser is both), or from
+-- Postgres 17 the MAINTAIN privilege; CASE keeps 'MAINTAIN' from older servers.
+SELECT current_setting('autovacuum')::bool AS server,
+       current_setting('track_counts')::bool AS track_counts,
+       (SELECT o.option_value::bool FROM pg_options_to_table(c.reloptions) AS o
+        WHERE o.option_name = 'autovacuum_enabled') AS table_enabled,
+       CASE WHEN current_setting('server_version_num')::int >= 170000
+            THEN has_table_privilege(c.oid, 'MAINTAIN')
+            ELSE pg_has_role(c.relowner, 'USAGE') END
+       OR pg_has_role(d.datdba, 'USAGE') AS can_vacuum,
+       current_user AS role
+FROM pg_class AS c, pg_database AS d
+WHERE c.oid = 'jobs'::regclass AND d.datname = current_database();
+
+-- name: vacuumed_within
+-- description: Whether the jobs table was vacuumed (by anyone, autovacuum too) within the last seconds.
+SELECT coalesce(greatest(last_vacuum, last_autovacuum)
+                > now() - make_interval(secs => %(seconds)s::float8), false) AS recent
+FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass;
+
+-- name: vacuum_jobs
+-- description: Reclaim the space of the jobs table's dead rows; a warning, not a wait, when another vacuum holds it.
+VACUUM (SKIP_LOCKED) jobs;

@@ -1,7 +1,8 @@
 """The operator's reads and chores on Postgres (``PostgresStore`` inherits them).
 
-Backlog metrics, the dashboard's pages and actions, the fleet-wide leases and the
-workgroup reports: every statement is a named block in ``postgres.sql``.
+Backlog metrics, the dashboard's pages and actions, the fleet-wide leases, the workgroup
+reports and the jobs table's upkeep (autovacuum, VACUUM): every statement is a named
+block in ``postgres.sql``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,17 @@ from uuid import UUID
 import psycopg
 from psycopg.rows import DictRow, dict_row
 
-from ..insight import LAST_ID, JobError, JobFilter, QueueActivity, QueueDepth, WorkgroupReport
+from ..insight import (
+    LAST_ID,
+    Autovacuum,
+    JobError,
+    JobFilter,
+    QueueActivity,
+    QueueDepth,
+    VacuumOutcome,
+    VacuumResult,
+    WorkgroupReport,
+)
 from ..jobs import Job, QueueInfo
 from .queues import activities, backlog_depths, depths, overview
 from .rows import Codec
@@ -27,7 +38,12 @@ Q = load_queries("postgres.sql")
 Fetch = Callable[[str, dict[str, Any] | None], Awaitable[Any]]
 
 
+#: the SQLSTATE of VACUUM (SKIP_LOCKED)'s warning when another vacuum holds the table
+LOCK_NOT_AVAILABLE = "55P03"
+
+
 class PostgresInsight:
+    schema: str
     _fetchall: Fetch
     _fetchone: Fetch
     _connection: Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection]]
@@ -115,3 +131,41 @@ class PostgresInsight:
             )
             for r in rows
         ]
+
+    # -- upkeep of the jobs table ----------------------------------------------------------
+    async def autovacuum(self) -> Autovacuum:
+        row = await self._fetchone("autovacuum_state", None)
+        assert row is not None, "autovacuum_state returns one row"
+        return Autovacuum(
+            table=f"{self.schema}.jobs",
+            server=row["server"],
+            track_counts=row["track_counts"],
+            table_enabled=row["table_enabled"],
+            can_vacuum=row["can_vacuum"],
+            role=row["role"],
+        )
+
+    async def vacuum_jobs(self, *, unless_vacuumed_within: float) -> VacuumResult:
+        warnings: list[tuple[str | None, str]] = []
+
+        def on_notice(notice: psycopg.errors.Diagnostic) -> None:
+            # read here: a notice's fields are gone once the callback returns
+            if notice.severity_nonlocalized == "WARNING":
+                warnings.append((notice.sqlstate, notice.message_primary or ""))
+
+        async with self._connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(Q["vacuumed_within"], {"seconds": unless_vacuumed_within})
+            row = await cur.fetchone()
+            if row is not None and row["recent"]:
+                return VacuumResult(VacuumOutcome.RECENT)
+            conn.add_notice_handler(on_notice)
+            try:
+                await conn.execute(Q["vacuum_jobs"])
+            finally:
+                conn.remove_notice_handler(on_notice)
+        if not warnings:
+            return VacuumResult(VacuumOutcome.VACUUMED)
+        state, message = warnings[0]
+        busy = state == LOCK_NOT_AVAILABLE
+        return VacuumResult(VacuumOutcome.BUSY if busy else VacuumOutcome.REFUSED, message)

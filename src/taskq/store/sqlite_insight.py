@@ -2,6 +2,7 @@
 
 The same methods as ``postgres_insight``; every statement a named block in
 ``sqlite.sql``. Reads run on the store thread; writes in one ``BEGIN IMMEDIATE``.
+There is no vacuum to watch or run: SQLite reuses a deleted row's pages by itself.
 """
 
 from __future__ import annotations
@@ -14,7 +15,17 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from ..insight import LAST_ID, JobError, JobFilter, QueueActivity, QueueDepth, WorkgroupReport
+from ..insight import (
+    LAST_ID,
+    Autovacuum,
+    JobError,
+    JobFilter,
+    QueueActivity,
+    QueueDepth,
+    VacuumOutcome,
+    VacuumResult,
+    WorkgroupReport,
+)
 from ..jobs import Job, QueueInfo
 from .queues import activities, backlog_depths, depths, overview
 from .rows import Codec
@@ -129,3 +140,10 @@ class SqliteInsight:
             )
             for r in rows
         ]
+
+    # -- upkeep of the jobs table: nothing to do ---------------------------------------
+    async def autovacuum(self) -> Autovacuum | None:
+        return None
+
+    async def vacuum_jobs(self, *, unless_vacuumed_within: float) -> VacuumResult:
+        return VacuumResult(VacuumOutcome.UNSUPPORTED)

@@ -56,12 +56,13 @@ class WorkerConfig:
     cpu_max_payload_bytes: int = 64 * 1024 * 1024
     sweep_interval: float = 5.0  # never more than half the lease
     # pruning: --prune-interval, --keep-succeeded, --keep-dead, --keep-cancelled,
-    # --keep-silent-workers (docs/worker.md, "Pruning")
+    # --keep-silent-workers, --vacuum-after-prune (docs/worker.md, "Pruning")
     prune_interval: float = 60.0  # seconds between prune passes
     retention_succeeded: float = 7 * 24 * 3600.0  # seconds to keep succeeded jobs
     retention_dead: float | None = 30 * 24 * 3600.0  # seconds to keep dead jobs (None: forever)
     retention_cancelled: float | None = 7 * 24 * 3600.0  # ... cancelled jobs (None: forever)
     retention_workers: float = 600.0  # seconds before a silent worker row is pruned
+    vacuum_after_prune: bool = False  # Postgres with autovacuum off: VACUUM jobs after a prune
     result_max_bytes: int = 64 * 1024  # larger job results are dropped (with a warning)
 
 

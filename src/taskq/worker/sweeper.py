@@ -7,6 +7,15 @@ seconds it deletes succeeded, dead and cancelled jobs older than their retention
 (``retention_succeeded``, ``retention_dead``, ``retention_cancelled``; None keeps them)
 and worker rows silent for longer than ``retention_workers``.
 
+Its first sweep also asks the store whether autovacuum reaches the jobs table (Postgres
+only): a pruned row, like each version a claim or an ack leaves behind, is a dead tuple
+until a VACUUM reclaims it, so with autovacuum off the table grows without bound. It logs
+``autovacuum-off`` once, with the fix. With ``vacuum_after_prune`` (off by default) the
+sweeper then VACUUMs the table itself after each prune pass, when its role may: skipped
+when the table was vacuumed within half a prune interval (another worker did) or another
+vacuum holds it, never waited for, and a failure is a warning, never the worker's end
+(docs/operating.md says why this is not the default).
+
 Two rules keep a store outage from being mistaken for dead workers:
 
 * a sweeper never rescues its own worker's runs (``exclude_worker``): it knows they are
@@ -25,7 +34,8 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from .. import metrics
-from ..exceptions import StoreError
+from ..exceptions import StoreError, StoreUnavailable
+from ..insight import VacuumOutcome
 from ..jobs import JobState, RescuedJob
 from ..logs import get_logger
 from ..store import Store
@@ -74,8 +84,12 @@ class Sweeper(Stoppable):
         retention_cancelled: float | None = None,
         worker_id: UUID | None = None,
         quiet_after_outage: float = 0.0,
+        vacuum_after_prune: bool = False,
     ) -> None:
         self.store = store
+        self.vacuum_after_prune = vacuum_after_prune
+        self.vacuuming = False  # vacuum_after_prune, autovacuum off, and allowed to
+        self._autovacuum_checked = False
         self.worker_id = worker_id
         self.quiet_after_outage = quiet_after_outage
         self._quiet_until = 0.0
@@ -106,6 +120,9 @@ class Sweeper(Stoppable):
             await self._stopped.sleep(self.interval * (0.75 + random.random() / 2))
 
     async def sweep(self) -> None:
+        if not self._autovacuum_checked:
+            await self.check_autovacuum()
+            self._autovacuum_checked = True
         if time.monotonic() < self._quiet_until:
             return
         rescued = await self.store.rescue_expired(LEASE_EXPIRED, exclude_worker=self.worker_id)
@@ -114,6 +131,8 @@ class Sweeper(Stoppable):
         self.sweeps += 1
         if time.monotonic() >= self._next_prune:
             await self.prune()
+            if self.vacuuming:
+                await self.vacuum()
             self._next_prune = time.monotonic() + self.prune_interval
 
     async def prune(self) -> None:
@@ -130,3 +149,59 @@ class Sweeper(Stoppable):
         )
         if jobs or workers:
             log.info("pruned", jobs=jobs, worker_rows=workers)
+
+    async def check_autovacuum(self) -> None:
+        """Once: say so when autovacuum never reaches the jobs table, and decide whether
+        this sweeper vacuums it."""
+        state = await self.store.autovacuum()
+        if state is None or state.problem is None:
+            return
+        consequence = (
+            f"nothing reclaims the space of the rows taskq prunes and of the row versions "
+            f"each claim and ack leave behind: {state.table} grows without bound and claims "
+            "slow down"
+        )
+        if self.vacuum_after_prune and state.can_vacuum:
+            self.vacuuming = True
+            log.info(
+                "autovacuum-off",
+                table=state.table,
+                problem=state.problem,
+                handling=f"this worker VACUUMs {state.table} after each prune pass "
+                f"(--vacuum-after-prune, every {self.prune_interval:g} s)",
+            )
+            return
+        fields: dict[str, object] = {}
+        if self.vacuum_after_prune:
+            fields["vacuum_after_prune"] = (
+                f"not possible: role {state.role!r} may not VACUUM {state.table} (it takes "
+                "the table's or the database's owner, or from Postgres 17 the MAINTAIN "
+                "privilege)"
+            )
+        log.warning(
+            "autovacuum-off",
+            table=state.table,
+            problem=f"{state.problem}: {consequence}",
+            fix=state.fix,
+            **fields,
+        )
+
+    async def vacuum(self) -> None:
+        """One VACUUM of the jobs table after a prune pass; its failure is a warning."""
+        started = time.monotonic()
+        try:
+            result = await self.store.vacuum_jobs(unless_vacuumed_within=self.prune_interval / 2)
+        except StoreUnavailable:
+            raise  # an outage: the sweeper backs off as for any other call
+        except StoreError as exc:
+            log.warning("vacuum-failed", error=str(exc), note="tried again after the next prune")
+            return
+        if result.outcome is VacuumOutcome.VACUUMED:
+            log.info("vacuumed", seconds=round(time.monotonic() - started, 3))
+        elif result.outcome is VacuumOutcome.REFUSED:
+            self.vacuuming = False
+            log.warning(
+                "vacuum-failed",
+                error=result.message,
+                note="this worker vacuums no more; see the autovacuum-off fix",
+            )

@@ -365,6 +365,7 @@ class Worker:
                 retention_workers=config.retention_workers,
                 worker_id=self.id,
                 quiet_after_outage=config.lease,
+                vacuum_after_prune=config.vacuum_after_prune,
             ),
             *_scheduler(store, registry),
             LagMonitor(self._running_actors),

@@ -86,6 +86,7 @@ def pruning_flags(pruning: Pruning) -> list[str]:
         seconds(pruning.keep_cancelled),
         "--keep-silent-workers",
         seconds(pruning.keep_silent_workers),
+        *(["--vacuum-after-prune"] if pruning.vacuum_after_prune else []),
     ]
 
 

@@ -7,9 +7,9 @@ problem found (the key, and the worker by index and name), e.g.
 
 Inheritance: a ``[[workers]]`` entry that omits ``poll_interval``, ``max_concurrency``,
 ``worker_group``, ``queues`` or a pruning key (``prune_interval``, ``keep_succeeded``,
-``keep_dead``, ``keep_cancelled``, ``keep_silent_workers``) takes the ``[defaults]`` value,
-else taskq's built-in default (the ``taskq worker`` defaults: 1.0 s, 10, ``"default"``,
-``["default"]``, ``WORKER_DEFAULTS``'s retentions).
+``keep_dead``, ``keep_cancelled``, ``keep_silent_workers``, ``vacuum_after_prune``)
+takes the ``[defaults]`` value, else taskq's built-in default (the ``taskq worker``
+defaults: 1.0 s, 10, ``"default"``, ``["default"]``, ``WORKER_DEFAULTS``'s pruning).
 
 The numbers a supervisor derives for its children live here too, so ``validate`` and
 ``start`` agree on them: the heartbeat interval (at most a third of ``stale_after``), the
@@ -71,6 +71,7 @@ class Pruning:
     keep_dead: float | None = WORKER_DEFAULTS.retention_dead
     keep_cancelled: float | None = WORKER_DEFAULTS.retention_cancelled
     keep_silent_workers: float = WORKER_DEFAULTS.retention_workers
+    vacuum_after_prune: bool = WORKER_DEFAULTS.vacuum_after_prune
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +335,9 @@ def _pruning(
             errors,
             minimum=0.0,
             strict=True,
+        ),
+        vacuum_after_prune=_boolean(
+            table, "vacuum_after_prune", base.vacuum_after_prune, where, errors
         ),
     )
     if heartbeat is not None and pruning.keep_silent_workers <= heartbeat:

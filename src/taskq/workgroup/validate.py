@@ -102,6 +102,7 @@ def summarise(config: WorkgroupConfig, registry: Registry | None) -> list[str]:
             f"{duration_text(p.keep_succeeded)}, dead {duration_text(p.keep_dead)}, cancelled "
             f"{duration_text(p.keep_cancelled)}, silent worker rows "
             f"{duration_text(p.keep_silent_workers)}"
+            + ("; vacuum after prune" if p.vacuum_after_prune else "")
         )
     schedules = registry.schedules if registry is not None else []
     if schedules:
