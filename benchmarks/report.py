@@ -200,13 +200,26 @@ def targets_table(items: list[dict]) -> str:
 
 def pg_settings(machine: dict) -> str:
     """The server settings that matter, the ones not at Postgres's default in bold."""
-    found = machine.get("postgres_settings") or {}
+    return settings_text(machine.get("postgres_settings") or {})
+
+
+def settings_text(found: dict) -> str:
     if not found:
         return "settings not recorded"
     return ", ".join(
         f"{name} {s['value']}" if s["default"] else f"**{name} {s['value']} (not the default)**"
         for name, s in found.items()
     )
+
+
+def server_lines(out: dict) -> list[str]:
+    """For each case that ran on a server of its own choosing: which, why, its settings."""
+    return [
+        f"- {case['title']}: on {server['where']}, because {server['why']}: Postgres "
+        f"{server['postgres']}, {settings_text(server['settings'])}"
+        for case in out["cases"].values()
+        if (server := case.get("server"))
+    ]
 
 
 def markdown(out: dict, quick: bool) -> str:
@@ -221,6 +234,7 @@ def markdown(out: dict, quick: bool) -> str:
         f"{m['kernel']}, Python {m['python']}",
         f"- Postgres {m['postgres']} (local; {pg_settings(m)}), "
         f"{m['pgbench'] or 'no pgbench'}, {m['redis'] or 'no Redis'}, SQLite {m['sqlite']}",
+        *server_lines(out),
     ]
     for info in (out["systems"][s] for s in ordered_systems(out)):
         state = info["version"] if info["available"] else f"unavailable: {info['error']}"

@@ -20,7 +20,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import machine, pgadmin, report, targets, venvs
+from . import machine, pgadmin, report, servers, targets, venvs
 from .adapters import ALL, Adapter
 from .adapters.base import Prepared
 from .scenarios import CASES, FAMILIES, Case
@@ -274,6 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     for case in cases:
         print(f"{case.title}", flush=True)
+        if case.default_server and needs_pg:
+            with servers.default_vacuum_server(admin_dsn, pg_settings) as (dsn, server):
+                print(f"  on {server['where']} ({server['why']})", flush=True)
+                result = run_case(case, adapters, prepared, dsn, args)
+            out["cases"][case.id] = {**result, "server": server}
+            continue
         out["cases"][case.id] = run_case(case, adapters, prepared, admin_dsn, args)
     out["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     out["derived"] = report.derived(out["cases"])
@@ -281,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     print(report.table(out, args.quick))
+    for line in report.server_lines(out):
+        print(line.removeprefix("- ").replace("**", ""))
     print()
     print(report.targets_table(out["targets"]))
     out_json = args.out or (args.workdir / "quick.json" if args.quick else RESULTS / "latest.json")

@@ -134,6 +134,8 @@ def _soak(cases: dict) -> list[dict]:
         # pruned rows are dead tuples until a vacuum: without autovacuum every queue table
         # grows, and claims wade through the dead index entries (docs/benchmarks.md)
         short = "autovacuum is off on this Postgres server"
+    server = cases["soak"].get("server")
+    where = f", on {server['where']}" if server else ""
     rate = min(r["enqueue_per_s"], r["drain_per_s"])
     growth = r["backlog"]["end"] - r["backlog"]["ref"]
     size = r["size"]["end_mib"] / r["size"]["ref_mib"] if r["size"]["ref_mib"] else None
@@ -152,7 +154,7 @@ def _soak(cases: dict) -> list[dict]:
             lambda v: v >= 0.95 * soak.TARGET_RATE,
             "{:,.0f} jobs/s",
             info=f"enqueued {r['enqueue_per_s']:,.0f}/s, finished {r['drain_per_s']:,.0f}/s "
-            f"over {r['duration_s']:.0f} s",
+            f"over {r['duration_s']:.0f} s" + where,
             short_of=short,
         ),
         _check(

@@ -65,44 +65,82 @@ def pg_bin(name: str) -> str | None:
     return candidates[-1] if candidates else None
 
 
-def start_throwaway_cluster() -> str | None:
-    initdb, pg_ctl = pg_bin("initdb"), pg_bin("pg_ctl")
-    if not initdb or not pg_ctl:
-        return None
-    data = ROOT / ".pgtmp" / "data"
-    dsn = f"postgresql://postgres@127.0.0.1:{THROWAWAY_PORT}/postgres"
-    if answers(dsn):
-        return dsn
-    run_as: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses to run as root
-        if not shutil.which("runuser"):
-            return None
-        run_as = ["runuser", "-u", "postgres", "--"]
-        (ROOT / ".pgtmp").mkdir(exist_ok=True)
-        shutil.chown(ROOT / ".pgtmp", "postgres")
-    if not data.exists():
-        subprocess.run(
-            [*run_as, initdb, "-D", str(data), "-U", "postgres", "--auth=trust"],
-            capture_output=True,
-            check=True,
+class ThrowawayCluster:
+    """A Postgres cluster of our own, built with ``initdb`` from the machine's binaries
+    under ``base`` (``base/data``) and listening on 127.0.0.1:``port``: Postgres's default
+    settings, but for where it listens (the benchmarks run their soak on one when the
+    machine's server has autovacuum off). ``start()`` builds it if ``base`` has none and
+    returns its DSN (None: no binaries, or it did not answer); ``stop()``; ``remove()``
+    stops it and deletes ``base``."""
+
+    def __init__(self, base: Path, port: int) -> None:
+        self.base, self.data, self.port = base, base / "data", port
+        self.dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        self.initdb, self.pg_ctl = pg_bin("initdb"), pg_bin("pg_ctl")
+        self.log = self.base / "server.log"
+        self.run_as: list[str] = []
+        if os.geteuid() == 0:  # initdb and the server refuse to run as root
+            self.run_as = ["runuser", "-u", "postgres", "--"]
+
+    @property
+    def available(self) -> bool:
+        """The binaries are there (and, as root, a way to run them as postgres)."""
+        return bool(self.initdb and self.pg_ctl) and (
+            not self.run_as or shutil.which("runuser") is not None
         )
-    subprocess.run(
-        [
-            *run_as,
-            pg_ctl,
-            "-D",
-            str(data),
-            "-l",
-            str(data / "server.log"),
-            "-w",
-            "-o",
-            f"-p {THROWAWAY_PORT} -k /tmp -c listen_addresses=127.0.0.1",
-            "start",
-        ],
-        capture_output=True,
-        check=False,
-    )
-    return dsn if answers(dsn, wait=20) else None
+
+    def start(self) -> str | None:
+        if not self.available:
+            return None
+        assert self.initdb and self.pg_ctl
+        if answers(self.dsn):
+            return self.dsn
+        self.base.mkdir(parents=True, exist_ok=True)
+        if self.run_as:
+            shutil.chown(self.base, "postgres")
+        if not self.data.exists():
+            subprocess.run(
+                [*self.run_as, self.initdb, "-D", str(self.data), "-U", "postgres", "--auth=trust"],
+                capture_output=True,
+                check=True,
+            )
+        subprocess.run(
+            [
+                *self.run_as,
+                self.pg_ctl,
+                "-D",
+                str(self.data),
+                "-l",
+                str(self.log),
+                "-w",
+                "-o",
+                f"-p {self.port} -k /tmp -c listen_addresses=127.0.0.1",
+                "start",
+            ],
+            capture_output=True,
+            check=False,
+        )
+        return self.dsn if answers(self.dsn, wait=20) else None
+
+    def stop(self) -> None:
+        """Stop the server (fast: running sessions are ended) and wait for it; a server
+        that is not running is not an error."""
+        if self.pg_ctl and self.data.exists():
+            subprocess.run(
+                [*self.run_as, self.pg_ctl, "-D", str(self.data), "-m", "fast", "-w", "stop"],
+                capture_output=True,
+                check=False,
+                timeout=120,
+            )
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def start_throwaway_cluster() -> str | None:
+    """The test suite's cluster under ``.pgtmp/``, kept between runs."""
+    return ThrowawayCluster(ROOT / ".pgtmp", THROWAWAY_PORT).start()
 
 
 def main() -> None:

@@ -81,13 +81,11 @@ class Adapter:
             try:
                 stdout, _ = proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
-                proc.terminate()  # the script kills the workers it started, then exits
-                try:
-                    proc.communicate(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.communicate()
+                _end(proc)
                 return {"ok": False, "error": f"timed out after {timeout:.0f}s"}
+            except BaseException:  # Ctrl-C, SIGTERM (benchmarks/servers.py): no orphans
+                _end(proc)
+                raise
         for line in reversed(stdout.strip().splitlines()):
             if line.startswith("{"):
                 try:
@@ -96,3 +94,13 @@ class Adapter:
                     break
         err = (stderr_path.read_text().strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         return {"ok": False, "error": f"no result line (exit {proc.returncode}): {err[:300]}"}
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """SIGTERM a peer script (it kills the workers it started, then exits), then SIGKILL."""
+    proc.terminate()
+    try:
+        proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()

@@ -2,8 +2,9 @@
 
 A producer enqueues at a steady ``--rate`` jobs/s for ``--duration`` seconds (batches
 paced by the clock, every 0.1 s: whatever the clock says is owed, at most ``--batch``
-per call) while one worker (``taskq_soak_worker``: the defaults plus a short
-``retention_succeeded``) drains them and prunes. Every ``--interval`` seconds the driver
+per call) while one worker drains them and prunes: a real ``taskq worker`` process with
+its defaults and ``--keep-succeeded`` ``--retention`` (plus ``--prune-interval`` when
+given), as a user who keeps finished jobs briefly runs it. Every ``--interval`` seconds the driver
 samples the jobs table: its size (total, heap, indexes), ``n_live_tup`` / ``n_dead_tup``
 from pg_stat_user_tables, the queued and running backlog, and what was enqueued and
 finished so far. The result keeps the samples and names three of them: ``start`` (the
@@ -17,13 +18,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import _common
 
-HERE = Path(__file__).resolve().parent
 TICK_S = 0.1
 REF_AT = 0.3  # of the duration
 END_TAIL = 0.1  # the last tenth of the run
@@ -68,13 +66,9 @@ def _window(samples: list[dict], start: float, end: float) -> list[dict]:
 def soak(peer, args: argparse.Namespace, schema: str) -> dict:
     import psycopg
 
-    env = {
-        "BENCH_RETENTION": str(args.retention),
-        **({"BENCH_PRUNE_INTERVAL": str(args.prune_interval)} if args.prune_interval else {}),
-        **peer.worker_env(),
-    }
+    worker = worker_cmd(peer, args)
     log = peer.workdir / "soak-worker.log"
-    proc = _common.spawn([sys.executable, str(HERE / "taskq_soak_worker.py")], env, log)
+    proc = _common.spawn(worker, peer.worker_env(), log)
     samples: list[dict] = []
     sent = 0
     try:
@@ -111,7 +105,19 @@ def soak(peer, args: argparse.Namespace, schema: str) -> dict:
             samples.append(_sample(conn, schema, time.monotonic() - t0, sent))
     finally:
         _common.stop(proc, grace=30.0)
-    return {**summarise(samples, args), "autovacuum": autovacuum}
+    return {
+        **summarise(samples, args),
+        "autovacuum": autovacuum,
+        "worker": " ".join(["taskq", *worker[worker.index("worker") :]]),
+    }
+
+
+def worker_cmd(peer, args: argparse.Namespace) -> list[str]:
+    """``taskq worker`` with its defaults and the soak's retention, as a user runs it."""
+    cmd = [*peer.worker_cmd(args), "--keep-succeeded", f"{args.retention:g}"]
+    if args.prune_interval:
+        cmd += ["--prune-interval", f"{args.prune_interval:g}"]
+    return cmd
 
 
 def summarise(samples: list[dict], args: argparse.Namespace) -> dict:

@@ -27,6 +27,9 @@ class Case:
     metrics: tuple[Metric, ...]
     timeout: float = 600.0
     full_runs: int | None = None  # None: the --runs value
+    #: judged only on a Postgres that runs autovacuum: when the bench server does not,
+    #: the case runs on a throwaway cluster with the defaults (benchmarks/servers.py)
+    default_server: bool = False
     notes: str = ""
     extra: dict[str, object] = field(default_factory=dict)
 

@@ -109,6 +109,20 @@ def test_quick_scale_ceiling_and_soak_have_their_fields(pg_dsn: str, tmp_path: P
     assert 0 < soak["enqueued"] and 0 <= soak["finished"] <= soak["enqueued"]
     assert {"enqueue_per_s", "drain_per_s", "duration_s", "retention_s"} <= soak.keys()
     assert soak["autovacuum"] in ("on", "off")  # the server's, as the judgement needs it
+    # the worker is a real `taskq worker` with the soak's retention, as a user runs it
+    assert soak["worker"].startswith("taskq worker --actors taskq_actors:registry")
+    assert "--keep-succeeded 2 --prune-interval 4" in soak["worker"]
+    # on a server with autovacuum: a throwaway cluster when the bench server has it off
+    server = results["cases"]["soak"]["server"]
+    bench_autovacuum = results["machine"]["postgres_settings"]["autovacuum"]["value"]
+    assert server["settings"]["autovacuum"]["value"] == soak["autovacuum"]
+    if bench_autovacuum == "off" and server["where"] != "the bench server":
+        assert server["where"].startswith("a throwaway cluster")
+        assert soak["autovacuum"] == "on" and "autovacuum off" in server["why"]
+    else:  # the bench server runs autovacuum, or no cluster could be started (it says why)
+        assert server["where"] == "the bench server" and server["why"]
+    assert "(i) pruning soak" in stdout and f"on {server['where']}" in stdout
+    assert not list((ROOT / ".pgtmp").glob("bench-*")), "the throwaway cluster was left behind"
     for point in ("start", "ref", "end"):
         assert {
             "t_s",
