@@ -27,6 +27,7 @@ from taskq.jobs import JobColumns, new_job_ids
 from taskq.store import Store, create_store
 from taskq.store.sqlfile import load_migrations
 from taskq.store.sqlite import SqliteStore
+from tests.helpers import async_wait_until
 
 from .storekit import another_store, spec
 
@@ -179,6 +180,46 @@ async def test_postgres_reconnect_keeps_the_old_pool_when_the_new_dsn_fails(pg_t
         await store.ping()
         await store.reconnect(pg_target.dsn)  # a good one replaces the pool
         assert (await store.stats())["queued"] == 0
+
+
+def listening(target, count: int) -> bool:
+    """At least ``count`` connections LISTEN on ``target``'s schema's channels."""
+    with psycopg.connect(target.dsn, autocommit=True) as conn:
+        (found,) = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE %s",
+            (f'LISTEN "taskq_%{target.schema}"',),
+        ).fetchone()
+    return found >= count
+
+
+async def test_postgres_reconnect_while_tasks_wait_on_its_listeners(pg_target):
+    """A SIGHUP's reconnect while the fetcher and the cancel watcher wait for
+    notifications: every reconnect succeeds (closing a listener under a waiting task freed
+    its socket while the event loop still watched it, and the next connection opened
+    could then fail with "connection socket closed": 2 reconnects in 5), and the waits go
+    on working on the new connections."""
+    async with another_store(pg_target) as store:
+        await store.migrate()
+        waits = [
+            asyncio.ensure_future(store.wait_for_jobs(["nobody"], 30.0)),
+            asyncio.ensure_future(store.wait_for_cancels(30.0)),
+        ]
+        try:
+
+            async def both_listening() -> bool:
+                return listening(pg_target, 2)
+
+            await async_wait_until(both_listening, what="both waits listening")
+            for _ in range(10):
+                await store.reconnect(pg_target.dsn)
+                await store.ping()
+            await store.warm_up()  # the new LISTEN is in place: a commit from now on wakes
+            await store.enqueue([spec()])
+            assert await store.wait_for_jobs(["default"], 30.0) is True
+        finally:
+            for wait in waits:
+                wait.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
 
 
 async def test_sqlite_reconnect_reopens_the_file(sqlite_target):

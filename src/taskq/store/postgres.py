@@ -20,7 +20,7 @@ import json
 import select
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import aclosing, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast, overload
@@ -64,6 +64,7 @@ from .enqueue import (
     run_async,
     stage_row,
 )
+from .listen import Listener
 from .postgres_insight import PostgresInsight
 from .queues import LIMITS_TTL, count_full, limits_from_row, overview
 from .rows import Codec
@@ -157,14 +158,13 @@ class PostgresStore(PostgresInsight):
         self.schema = validate_schema(schema)
         self.channel = channel_for(self.schema)
         self.cancel_channel = channel_for(self.schema, "cancel")
-        self._cancel_listener: psycopg.AsyncConnection | None = None
+        self._cancel_listener = Listener(self._listen_for_cancels)
         self.enqueue_sql = pg_statements(self.schema)  # also run on callers' connections
         self._identity: tuple[Any, ...] | None = None
         self._min_size, self._max_size = min_size, max_size
         self._set_dsn(dsn)
         self._pool: AsyncConnectionPool | None = None
-        self._listener: psycopg.AsyncConnection | None = None
-        self._listener_lock = asyncio.Lock()
+        self._listener = Listener(self._listen_for_jobs)
         self._claimer: psycopg.AsyncConnection | None = None
         self._spare: _Spare | None = None
         self._claimer_lock = asyncio.Lock()
@@ -330,8 +330,8 @@ class PostgresStore(PostgresInsight):
             self._pool = await self._new_pool(self._conninfo)
 
     async def close(self) -> None:
-        await self._close_listener()
-        await self._close_cancel_listener()
+        await self._listener.close()
+        await self._cancel_listener.close()
         await self._close_claimer()
         await self._drop_spare()
         pool, self._pool = self._pool, None
@@ -349,8 +349,8 @@ class PostgresStore(PostgresInsight):
             raise
         old_pool, self._pool = self._pool, pool
         self._identity = None
-        await self._close_listener()
-        await self._close_cancel_listener()
+        await self._listener.close()
+        await self._cancel_listener.close()
         await self._close_claimer()
         await self._drop_spare()
         if old_pool is not None:
@@ -548,32 +548,23 @@ class PostgresStore(PostgresInsight):
         ``timeout``. The cancel listener is a connection of its own; when it fails this
         raises StoreUnavailable (the caller backs off and logs the outage once)."""
         try:
-            conn = await self._cancel_listening()
-            async with aclosing(conn.notifies(timeout=max(0.0, timeout))) as notifies:
-                async for _ in notifies:
-                    return True
-            return False
+            return await self._cancel_listener.wait(timeout, lambda _notify: True)
         except psycopg.Error as exc:
-            await self._close_cancel_listener()
+            await self._cancel_listener.close()
             raise self._translate(exc) from exc
 
-    async def _cancel_listening(self) -> psycopg.AsyncConnection:
-        if self._cancel_listener is None or self._cancel_listener.closed:
-            conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
-            try:
-                await conn.execute(
-                    sql.SQL(Q["listen_cancels"]).format(channel=sql.Identifier(self.cancel_channel))
-                )
-            except BaseException:
-                await conn.close()
-                raise
-            self._cancel_listener = conn
-        return self._cancel_listener
+    async def _listen_for_cancels(self) -> psycopg.AsyncConnection:
+        return await self._listen(Q["listen_cancels"], self.cancel_channel)
 
-    async def _close_cancel_listener(self) -> None:
-        conn, self._cancel_listener = self._cancel_listener, None
-        if conn is not None:
+    async def _listen(self, statement: str, channel: str) -> psycopg.AsyncConnection:
+        """A new connection outside the pool, LISTENing on ``channel``."""
+        conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+        try:
+            await conn.execute(sql.SQL(statement).format(channel=sql.Identifier(channel)))
+        except BaseException:
             await conn.close()
+            raise
+        return conn
 
     async def advance_next_scheduled(self, queues: Sequence[str]) -> list[UUID]:
         if not queues:
@@ -915,25 +906,8 @@ class PostgresStore(PostgresInsight):
             return jobs_deleted, cur.rowcount
 
     # -- waking --------------------------------------------------------------------------
-    async def _listening(self) -> psycopg.AsyncConnection:
-        async with self._listener_lock:
-            if self._listener is None or self._listener.closed:
-                conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
-                try:
-                    await conn.execute(
-                        sql.SQL(Q["listen"]).format(channel=sql.Identifier(self.channel))
-                    )
-                except BaseException:
-                    await conn.close()
-                    raise
-                self._listener = conn
-            return self._listener
-
-    async def _close_listener(self) -> None:
-        async with self._listener_lock:
-            conn, self._listener = self._listener, None
-        if conn is not None:
-            await conn.close()
+    async def _listen_for_jobs(self) -> psycopg.AsyncConnection:
+        return await self._listen(Q["listen"], self.channel)
 
     async def warm_up(self) -> None:
         async def claimer() -> None:
@@ -941,20 +915,15 @@ class PostgresStore(PostgresInsight):
                 pass
 
         # the two connect at once; what fails is left for the first claim or wait
-        await asyncio.gather(self._listening(), claimer(), return_exceptions=True)
+        await asyncio.gather(self._listener.open(), claimer(), return_exceptions=True)
 
     async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         wanted = set(queues)
         try:
-            conn = await self._listening()
-            async with aclosing(conn.notifies(timeout=max(0.0, timeout))) as notifies:
-                async for notify in notifies:
-                    if notify.payload in wanted:
-                        return True
-            return False
+            return await self._listener.wait(timeout, lambda notify: notify.payload in wanted)
         except psycopg.Error as exc:
             log.warning("store-listen-failed", dsn=self.display_dsn, error=_first_line(exc))
-            await self._close_listener()
+            await self._listener.close()
             await asyncio.sleep(max(0.0, deadline - time.monotonic()))
             return False
