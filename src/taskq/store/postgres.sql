@@ -382,6 +382,14 @@ jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args, jobs.kwargs::text AS k
 jobs.attempt, jobs.max_attempts, jobs.crash_count, jobs.max_crashes, jobs.idempotent,
 jobs.priority, jobs.run_at, jobs.snooze_count, jobs.run_alone, jobs.meta::text AS meta
 
+-- fragment: claim_picked
+-- description: Start a run of each picked job (CTE picked: ids) and return its columns.
+UPDATE jobs
+SET {{start_run}}
+FROM picked
+WHERE jobs.id = picked.id
+RETURNING {{claimed_columns}}
+
 -- name: claim
 -- description: Claim up to n due queued jobs in (priority, run_at, id) order, skipping locked rows.
 -- One ordered scan of jobs_claim_idx per queue (queue = ANY(...) would sort every queued
@@ -416,11 +424,7 @@ WITH open AS MATERIALIZED (  -- once per queue, before any row is locked
     ORDER BY j.priority, j.run_at, j.id
     LIMIT %(limit)s
 ), claimed AS (
-    UPDATE jobs
-    SET {{start_run}}
-    FROM picked
-    WHERE jobs.id = picked.id
-    RETURNING {{claimed_columns}}
+    {{claim_picked}}
 )
 SELECT {{claim_answer}}
 FROM claimed c
@@ -593,11 +597,7 @@ WITH wanted AS (
     ORDER BY k.priority, k.run_at, k.id
     LIMIT %(limit)s
 ), claimed AS (
-    UPDATE jobs
-    SET {{start_run}}
-    FROM picked
-    WHERE jobs.id = picked.id
-    RETURNING {{claimed_columns}}
+    {{claim_picked}}
 ), counted AS (
     INSERT INTO limit_starts AS s (kind, name, bucket, starts)
     SELECT l.kind, l.name, l.bucket, count(*)
