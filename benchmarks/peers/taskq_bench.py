@@ -474,10 +474,18 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=5000.0, help="soak: jobs/s enqueued")
     parser.add_argument("--duration", type=float, default=600.0, help="soak: seconds")
     parser.add_argument(
-        "--retention", type=float, default=60.0, help="soak: retention_succeeded (s)"
+        "--retention", type=float, default=60.0, help="soak: the worker's --keep-succeeded (s)"
     )
     parser.add_argument(
-        "--prune-interval", type=float, default=0.0, help="soak: prune_interval (0: default)"
+        "--prune-interval",
+        type=float,
+        default=0.0,
+        help="soak: the worker's --prune-interval (0: its default)",
+    )
+    parser.add_argument(
+        "--worker-args",
+        default="",
+        help="soak: more `taskq worker` flags, e.g. '--vacuum-after-prune' (default: none)",
     )
     args = parser.parse_args()
     _common.run_main(

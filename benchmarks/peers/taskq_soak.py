@@ -17,6 +17,7 @@ setting: with it off nothing reclaims the pruned rows' space, whatever the pruni
 from __future__ import annotations
 
 import argparse
+import shlex
 import statistics
 import time
 
@@ -117,7 +118,7 @@ def worker_cmd(peer, args: argparse.Namespace) -> list[str]:
     cmd = [*peer.worker_cmd(args), "--keep-succeeded", f"{args.retention:g}"]
     if args.prune_interval:
         cmd += ["--prune-interval", f"{args.prune_interval:g}"]
-    return cmd
+    return cmd + shlex.split(args.worker_args)
 
 
 def summarise(samples: list[dict], args: argparse.Namespace) -> dict:
