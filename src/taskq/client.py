@@ -185,7 +185,7 @@ class AsyncClient:
             await self.open()
             template = self._builder.template(
                 actor,
-                known=await self._known([actor]),
+                known={} if isinstance(actor, Actor) else await self._known([actor]),
                 queue=queue,
                 delay=delay,
                 run_at=run_at,

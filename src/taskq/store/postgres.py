@@ -264,7 +264,7 @@ class PostgresStore(PostgresInsight):
             ok
             and self._spare is None
             and spare.pool is self._pool
-            and spare.conn.info.transaction_status == TransactionStatus.IDLE
+            and spare.conn.pgconn.transaction_status == TransactionStatus.IDLE
             and time.monotonic() - spare.since < SPARE_MAX_AGE
         ):
             self._spare = spare
