@@ -213,6 +213,17 @@ class PostgresStore(PostgresInsight):
         handed to (checking costs one ``select``, no round trip). A connection lost in
         the middle of a call fails that call with StoreUnavailable; the pool drops it
         when it comes back closed."""
+        pool, conn = await self._checkout()
+        try:
+            yield conn
+        except psycopg.Error as exc:
+            raise self._translate(exc) from exc
+        finally:
+            await pool.putconn(conn)
+
+    async def _checkout(self) -> tuple[AsyncConnectionPool, psycopg.AsyncConnection]:
+        """A connection from the pool that the server has not hung up on (see
+        ``_connection``), and its pool; the caller puts it back."""
         pool = self._pool
         if pool is None:
             raise StoreUnavailable(f"the store for {self.display_dsn} is not open")
@@ -224,12 +235,9 @@ class PostgresStore(PostgresInsight):
                 await conn.close()
                 await pool.putconn(conn)  # closed: the pool drops it and grows a new one
                 conn = await pool.getconn(timeout=CHECKOUT_TIMEOUT)
-            try:
-                yield conn
-            finally:
-                await pool.putconn(conn)
         except psycopg.Error as exc:
             raise self._translate(exc) from exc
+        return pool, conn
 
     async def _producer(self) -> _Spare:
         """A connection (and cursor) for one enqueue: the spare one kept since the last
@@ -242,19 +250,7 @@ class PostgresStore(PostgresInsight):
                 return spare
             await spare.conn.close()  # the server hung up on it (or the pool was replaced)
             await spare.pool.putconn(spare.conn)
-        pool = self._pool
-        if pool is None:
-            raise StoreUnavailable(f"the store for {self.display_dsn} is not open")
-        try:
-            conn = await pool.getconn(timeout=CHECKOUT_TIMEOUT)
-            for _ in range(self._max_size):
-                if not _hung_up(conn):
-                    break
-                await conn.close()
-                await pool.putconn(conn)
-                conn = await pool.getconn(timeout=CHECKOUT_TIMEOUT)
-        except psycopg.Error as exc:
-            raise self._translate(exc) from exc
+        pool, conn = await self._checkout()
         return _Spare(pool, conn, conn.cursor(), time.monotonic())
 
     async def _release(self, spare: _Spare, ok: bool) -> None:
