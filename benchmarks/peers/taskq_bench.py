@@ -485,7 +485,8 @@ def main() -> None:
     parser.add_argument(
         "--worker-args",
         default="",
-        help="soak: more `taskq worker` flags, e.g. '--vacuum-after-prune' (default: none)",
+        help="soak: more `taskq worker` flags, e.g. --worker-args=--vacuum-after-prune "
+        "(default: none)",
     )
     args = parser.parse_args()
     _common.run_main(
