@@ -93,7 +93,8 @@ def main() -> None:
     if ARGS.scenario == "worker":
         _worker(ARGS)
         return
-    _common.run_main(ARGS, DramatiqPeer, {"enqueue": _enqueue, **_common.SHARED})
+    # its own enqueue (no batch API) over the shared one
+    _common.run_main(ARGS, DramatiqPeer, {**_common.SHARED, "enqueue": _enqueue})
 
 
 if __name__ == "__main__":
