@@ -31,6 +31,7 @@ from .jobs import (
     ActorConfig,
     CancelResult,
     Job,
+    JobColumns,
     JobId,
     JobSpec,
     JobState,
@@ -43,6 +44,7 @@ from .payload import DEFAULT_MAX_PAYLOAD_BYTES
 from .registry import Actor, check_queue_name
 from .specs import ActorRef, Item, JobBuilder, Template, UniqueKey, job_ids
 from .store import Store, create_store
+from .store.base import LocalEnqueue
 from .store.queues import ACTOR, QUEUE
 from .unique import Unique
 
@@ -194,8 +196,7 @@ class AsyncClient:
                 tags=tags,
             )
             if template.unique is None:  # no key: as a batch of one, by columns
-                (job_id,) = new_job_ids([uuid7_int()])
-                job = self._builder.one(template, args, kwargs or {}, job_id)
+                job_id, job = self._one(template, args, kwargs)
                 with tracing.enqueue_columns_span(job) as traced:
                     await self._store.enqueue_columns(traced)
                 return job_id
@@ -288,13 +289,26 @@ class AsyncClient:
     ) -> list[JobId]:
         """The batch path when no job carries a unique key: the jobs as columns (no
         ``JobSpec`` each), ``Store.enqueue_columns``."""
-        items = items if isinstance(items, list) else list(items)
-        ids = new_job_ids(uuid7_ints(len(items)))
+        ids, jobs = self._columns(template, items)
         if ids:
-            jobs = self._builder.columns(template, items, ids)
             with tracing.enqueue_columns_span(jobs) as traced:
                 await self._store.enqueue_columns(traced)
         return ids
+
+    def _one(
+        self, template: Template, args: Sequence[Any], kwargs: Mapping[str, Any] | None
+    ) -> tuple[JobId, JobColumns]:
+        """One job without a unique key, as a batch of one (no I/O)."""
+        (job_id,) = new_job_ids([uuid7_int()])
+        return job_id, self._builder.one(template, args, kwargs or {}, job_id)
+
+    def _columns(
+        self, template: Template, items: Iterable[Item | Sequence[Any]]
+    ) -> tuple[list[JobId], JobColumns]:
+        """Jobs without unique keys as columns, and their ids (no I/O)."""
+        items = items if isinstance(items, list) else list(items)
+        ids = new_job_ids(uuid7_ints(len(items)))
+        return ids, self._builder.columns(template, items, ids)
 
     async def _template_many(
         self,
@@ -541,7 +555,34 @@ class Client:
 
     def enqueue(self, actor: ActorRef, /, *args: Any, **kwargs: Any) -> JobId:
         """See ``AsyncClient.enqueue``: arguments checked against an ``Actor``'s signature."""
-        return self._call(self._async.enqueue(actor, *args, **kwargs))
+        return self.enqueue_with(actor, args, kwargs)
+
+    def _here(self) -> LocalEnqueue | None:
+        """The store's enqueue on the calling thread, where it has one (SQLite: no hop
+        to this client's loop thread nor to the store's thread), once the store is open."""
+        store = self._async.store
+        if not isinstance(store, LocalEnqueue):
+            return None
+        if not self._async._opened:
+            self.open()
+        return store
+
+    def _template_here(self, actor: ActorRef, options: Mapping[str, Any]) -> Template | None:
+        """The template of a call ``_here`` can write: an ``Actor`` (no configuration to
+        look up), no unique key of its own or of the call; else None (the loop's path)."""
+        if not isinstance(actor, Actor) or options.get("unique_key") is not None:
+            return None
+        template = self._async._builder.template(
+            actor,
+            known={},
+            queue=options["queue"],
+            delay=options["delay"],
+            run_at=options["run_at"],
+            priority=options["priority"],
+            meta=options["meta"],
+            tags=options["tags"],
+        )
+        return template if template.unique is None else None
 
     def enqueue_with(
         self,
@@ -573,6 +614,13 @@ class Client:
             "tags": tags,
         }
         if target is None:
+            here = self._here()
+            template = None if here is None else self._template_here(actor, options)
+            if here is not None and template is not None:
+                job_id, job = self._async._one(template, args, kwargs)
+                with tracing.enqueue_columns_span(job) as traced:
+                    here.enqueue_columns_here(traced)
+                return job_id
             return self._call(self._async.enqueue_with(actor, args, kwargs, **options))
         spec = self._call(self._async._spec_one(actor, args, kwargs, **options))
         return self._insert_on(target, [spec])[0]
@@ -621,6 +669,16 @@ class Client:
             "tags": tags,
         }
         if target is None:
+            here = self._here()
+            template = None
+            if here is not None and unique_keys is None:
+                template = self._template_here(actor, {**options, "unique_key": None})
+            if here is not None and template is not None:
+                ids, jobs = self._async._columns(template, items)
+                if ids:
+                    with tracing.enqueue_columns_span(jobs) as traced:
+                        here.enqueue_columns_here(traced)
+                return ids
             return self._call(self._async.enqueue_many(actor, items, **options))
         specs = self._call(self._async._specs_many(actor, items, **options))
         return self._insert_on(target, specs) if specs else []

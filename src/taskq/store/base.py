@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 from uuid import UUID
 
 from ..insight import (
@@ -305,3 +305,15 @@ class Store(Protocol):
         autovacuum too) in the last ``unless_vacuumed_within`` seconds or another vacuum
         holds it (never waited for). A server that skips it with a warning (the role may
         not vacuum the table) is REFUSED, with the warning. SQLite: UNSUPPORTED."""
+
+
+@runtime_checkable
+class LocalEnqueue(Protocol):
+    """A store that can write plain jobs on the calling thread, with no hop to the
+    store's own thread or loop: the SQLite store (a file on this host). The synchronous
+    ``taskq.Client`` uses it where it can; Postgres has no such path (its driver is
+    async)."""
+
+    def enqueue_columns_here(self, jobs: JobColumns) -> None:
+        """``enqueue_columns``, on a connection of the calling thread's own; the store
+        must be open."""

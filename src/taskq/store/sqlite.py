@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from queue import SimpleQueue
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 from uuid import UUID
 
 from ..exceptions import SchemaNotMigrated, StoreError, StoreUnavailable
@@ -192,6 +192,10 @@ class SqliteStore(SqliteInsight):
         self._claim_marker: tuple[int, int] | None = None
         # (monotonic time, found) of the last limits_exist per claim's queues (store thread)
         self._limits_seen: dict[str, tuple[float, bool]] = {}
+        # the connections enqueue_columns_here opened, one per calling thread
+        self._here = threading.local()
+        self._here_conns: set[sqlite3.Connection] = set()
+        self._here_lock = threading.Lock()
 
     def _set_path(self, path: str) -> None:
         self.path = path
@@ -310,6 +314,7 @@ class SqliteStore(SqliteInsight):
         finally:
             self._executor = None
             executor.shutdown()
+            self._close_here()
 
     async def reconnect(self, dsn: str | None = None) -> None:
         path = self.path
@@ -328,6 +333,7 @@ class SqliteStore(SqliteInsight):
 
         await self._run(swap)
         self._set_path(path)
+        self._close_here()
 
     def _migrate(self) -> list[str]:
         db = self._db
@@ -395,6 +401,54 @@ class SqliteStore(SqliteInsight):
     async def enqueue_columns(self, jobs: JobColumns) -> None:
         if jobs.ids:
             await self._run(self._enqueue_columns, jobs)
+
+    def enqueue_columns_here(self, jobs: JobColumns) -> None:
+        """``enqueue_columns`` on the calling thread (``LocalEnqueue``), on a connection
+        of this thread's own, opened on its first use with the store's settings: no hop
+        to the store thread and back (about two thirds of a single enqueue's time). A
+        commit through another connection moves ``data_version``, so waiting workers see
+        it as they see another process's."""
+        if self._executor is None:
+            raise StoreUnavailable(f"the store for {self.display_dsn} is not open")
+        if not jobs.ids:
+            return
+        rows = sqlite_column_rows(jobs, time.time())
+        conn = self._here_connection()
+        try:
+            if len(rows) == 1:  # one INSERT in autocommit: its own transaction
+                self._retrying_locks(lambda: conn.execute(Q["enqueue_columns"], rows[0]))
+                return
+
+            def attempt() -> None:
+                conn.execute(Q["begin_immediate"])
+                try:
+                    conn.executemany(Q["enqueue_columns"], rows)
+                    conn.execute(Q["commit"])
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute(Q["rollback"])
+                    raise
+
+            self._retrying_locks(attempt)
+        except sqlite3.Error as exc:
+            raise self._translate(exc) from exc
+
+    def _here_connection(self) -> sqlite3.Connection:
+        here = self._here
+        if getattr(here, "path", None) != self.path:  # first use here, or reconnected
+            conn = self._connect(self.path)
+            with self._here_lock:
+                self._here_conns.add(conn)
+            here.path, here.conn = self.path, conn
+        return cast(sqlite3.Connection, here.conn)
+
+    def _close_here(self) -> None:
+        """Close every calling thread's connection (each opens a new one next time)."""
+        with self._here_lock:
+            conns, self._here_conns = self._here_conns, set()
+        self._here = threading.local()
+        for conn in conns:
+            conn.close()
 
     async def get_job(self, job_id: UUID) -> Job | None:
         row = await self._run(
