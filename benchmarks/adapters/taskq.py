@@ -24,5 +24,6 @@ SQLITE_ADAPTER = Adapter(
     dist="taskq",
     script="taskq_bench.py",
     backend="sqlite",
-    defaults="taskq worker defaults on the SQLite store (one file)",
+    defaults="taskq worker defaults on the SQLite store (one file); taskq.Client (synchronous, "
+    "as Huey's API) enqueue_many / enqueue",
 )

@@ -57,6 +57,8 @@ class TaskqPeer(_common.Peer):
         self.client = taskq.AsyncClient(args.dsn, schema=SCHEMA)
         self.runner.run(self.client.open())
         self.runner.run(self.client.store.migrate())
+        # on SQLite against Huey, whose API is synchronous: taskq's synchronous client
+        self.sync = taskq.Client(args.dsn) if args.dsn.startswith("sqlite:") else None
 
     @property
     def store(self):
@@ -67,9 +69,18 @@ class TaskqPeer(_common.Peer):
             self.enqueue_batch(keys[start : start + batch])
 
     def enqueue_batch(self, keys: Sequence[str]) -> None:
+        if self.sync is not None:
+            self.sync.enqueue_many(ACTOR, [((k,), {}) for k in keys])
+            return
         self.runner.run(self.client.enqueue_many(ACTOR, [((k,), {}) for k in keys]))
 
     def enqueue_one(self, key: str) -> None:
+        if self.sync is not None:
+            self.sync.enqueue(ACTOR, key)
+            return
+        self.enqueue_one_async(key)
+
+    def enqueue_one_async(self, key: str) -> None:
         self.runner.run(self.client.enqueue(ACTOR, key))
 
     def pending(self) -> int:
@@ -89,8 +100,23 @@ class TaskqPeer(_common.Peer):
         return taskq_env(self.dsn)
 
     def close(self) -> None:
+        if self.sync is not None:
+            self.sync.close()
         self.runner.run(self.client.close())
         self.runner.close()
+
+
+def enqueue(peer: TaskqPeer, args: argparse.Namespace) -> dict:
+    """The shared enqueue scenario; on SQLite (taskq.Client, synchronous, as Huey's API)
+    the AsyncClient's single enqueue is measured after it too, for information."""
+    result = _common.enqueue_rates(peer, args, peer.enqueue_batch, peer.enqueue_one)
+    if peer.sync is not None:
+        result["client"] = "taskq.Client"
+        t0 = time.perf_counter()
+        for i in range(args.single):
+            peer.enqueue_one_async(f"a{i}")
+        result["single_async_per_s"] = args.single / (time.perf_counter() - t0)
+    return result
 
 
 # -- (d) recovery under a workgroup -------------------------------------------------------
@@ -494,6 +520,7 @@ def main() -> None:
         TaskqPeer,
         {
             **_common.SHARED,
+            "enqueue": enqueue,
             "recovery_workgroup": recovery_workgroup,
             "claim_scaling": claim_scaling,
             "ceiling": ceiling,
