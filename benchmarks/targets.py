@@ -41,7 +41,11 @@ def _check(
     the number a report only."""
     if value is None:
         return {"target": target, "value": NOT_MEASURED, "met": None, "number": None}
-    text = fmt.format(value) + (f" ({info})" if info else "")
+    met = bool(ok(value))
+    shown = fmt.format(value)
+    if fmt == "{:.2f}x" and not met and ok(float(shown[:-1])):
+        shown = f"{value:.3f}x"  # 0.754x, not a "0.75x" that reads as meeting <= 0.75x
+    text = shown + (f" ({info})" if info else "")
     if short_of:
         return {
             "target": target,
@@ -49,7 +53,7 @@ def _check(
             "met": None,
             "number": value,
         }
-    return {"target": target, "value": text, "met": bool(ok(value)), "number": value}
+    return {"target": target, "value": text, "met": met, "number": value}
 
 
 def _versus(cases: dict, cid: str, peer: str, key: str, *, info_key: str = "") -> tuple:

@@ -37,6 +37,14 @@ def test_latency_ratios_are_upper_bounds() -> None:
     assert find(items, "latency p99")["met"] is False
 
 
+def test_a_ratio_that_misses_by_less_than_the_rounding_shows_a_third_decimal() -> None:
+    cases = {"latency": {"ratios": {"pgqueuer": {"p50_ms": 0.7536, "p99_ms": 0.7464}}}}
+    items = targets.evaluate(cases, {})
+    p50, p99 = find(items, "latency p50"), find(items, "latency p99")
+    assert p50["met"] is False and p50["value"] == "0.754x"
+    assert p99["met"] is True and p99["value"] == "0.75x"
+
+
 def test_absent_cases_are_not_measured_and_nothing_is_invented() -> None:
     for t in targets.evaluate({}, {}):
         assert t["value"] == targets.NOT_MEASURED
