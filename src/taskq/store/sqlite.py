@@ -244,8 +244,15 @@ class SqliteStore(SqliteInsight):
             backoff = min(backoff * 2, 0.1)
 
     def _write(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn`` in one BEGIN IMMEDIATE transaction (all or nothing)."""
-        db = self._db
+        """Run ``fn`` in one BEGIN IMMEDIATE transaction of the store's connection (all
+        or nothing)."""
+        result = self._transaction(self._db, fn, *args)
+        self._own_commits += 1
+        return result
+
+    def _transaction(self, db: sqlite3.Connection, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn`` in one BEGIN IMMEDIATE transaction of ``db``, again while the
+        write lock is busy (up to the store's deadline)."""
 
         def attempt() -> T:
             db.execute(Q["begin_immediate"])
@@ -256,7 +263,6 @@ class SqliteStore(SqliteInsight):
                 if db.in_transaction:
                     db.execute(Q["rollback"])
                 raise
-            self._own_commits += 1
             return result
 
         return self._retrying_locks(attempt)
@@ -388,15 +394,18 @@ class SqliteStore(SqliteInsight):
         return await self._run(self._enqueue, specs)
 
     def _enqueue_columns(self, jobs: JobColumns) -> None:
+        self._insert_columns(self._db, jobs)
+        self._own_commits += 1
+
+    def _insert_columns(self, db: sqlite3.Connection, jobs: JobColumns) -> None:
+        """``jobs`` written on ``db`` in one transaction."""
         rows = sqlite_column_rows(jobs, time.time())  # built before the write lock is taken
         if len(rows) > 1:
-            self._write(self._db.executemany, Q["enqueue_columns"], rows)
+            self._transaction(db, db.executemany, Q["enqueue_columns"], rows)
             return
         # one row: one INSERT in autocommit is its own transaction, and takes the write
         # lock as it starts (as BEGIN IMMEDIATE would): two statements fewer
-        db = self._db
         self._retrying_locks(lambda: db.execute(Q["enqueue_columns"], rows[0]))
-        self._own_commits += 1
 
     async def enqueue_columns(self, jobs: JobColumns) -> None:
         if jobs.ids:
@@ -412,24 +421,8 @@ class SqliteStore(SqliteInsight):
             raise StoreUnavailable(f"the store for {self.display_dsn} is not open")
         if not jobs.ids:
             return
-        rows = sqlite_column_rows(jobs, time.time())
-        conn = self._here_connection()
         try:
-            if len(rows) == 1:  # one INSERT in autocommit: its own transaction
-                self._retrying_locks(lambda: conn.execute(Q["enqueue_columns"], rows[0]))
-                return
-
-            def attempt() -> None:
-                conn.execute(Q["begin_immediate"])
-                try:
-                    conn.executemany(Q["enqueue_columns"], rows)
-                    conn.execute(Q["commit"])
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute(Q["rollback"])
-                    raise
-
-            self._retrying_locks(attempt)
+            self._insert_columns(self._here_connection(), jobs)
         except sqlite3.Error as exc:
             raise self._translate(exc) from exc
 
