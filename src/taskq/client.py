@@ -511,6 +511,10 @@ class _Portal:
             self._loop.close()
 
 
+# the options of an enqueue that make its template (JobBuilder.template's keywords)
+_TEMPLATE_OPTIONS = ("queue", "delay", "run_at", "priority", "meta", "tags")
+
+
 class Client:
     """The synchronous mirror of ``AsyncClient``: ``with Client(dsn) as c: c.enqueue(...)``."""
 
@@ -523,6 +527,9 @@ class Client:
     ) -> None:
         self._async = AsyncClient(dsn, schema=schema, max_payload_bytes=max_payload_bytes)
         self._portal: _Portal | None = None
+        store = self._async.store
+        # the store's enqueue on the calling thread, where it has one (SQLite)
+        self._local = store if isinstance(store, LocalEnqueue) else None
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         if self._portal is None:
@@ -557,32 +564,26 @@ class Client:
         """See ``AsyncClient.enqueue``: arguments checked against an ``Actor``'s signature."""
         return self.enqueue_with(actor, args, kwargs)
 
-    def _here(self) -> LocalEnqueue | None:
-        """The store's enqueue on the calling thread, where it has one (SQLite: no hop
-        to this client's loop thread nor to the store's thread), once the store is open."""
-        store = self._async.store
-        if not isinstance(store, LocalEnqueue):
+    def _here(
+        self, actor: ActorRef, options: Mapping[str, Any]
+    ) -> tuple[LocalEnqueue, Template] | None:
+        """The store's enqueue on the calling thread (SQLite: no hop to this client's
+        loop thread nor to the store's thread), opened, and the call's template, for a
+        call it can write: an ``Actor`` (no configuration to look up), no unique key of
+        the call's or the actor's. Else None: the loop's path."""
+        local = self._local
+        if local is None or not isinstance(actor, Actor):
+            return None
+        if options.get("unique_key") is not None or options.get("unique_keys") is not None:
+            return None
+        template = self._async._builder.template(
+            actor, known={}, **{k: options[k] for k in _TEMPLATE_OPTIONS}
+        )
+        if template.unique is not None:
             return None
         if not self._async._opened:
             self.open()
-        return store
-
-    def _template_here(self, actor: ActorRef, options: Mapping[str, Any]) -> Template | None:
-        """The template of a call ``_here`` can write: an ``Actor`` (no configuration to
-        look up), no unique key of its own or of the call; else None (the loop's path)."""
-        if not isinstance(actor, Actor) or options.get("unique_key") is not None:
-            return None
-        template = self._async._builder.template(
-            actor,
-            known={},
-            queue=options["queue"],
-            delay=options["delay"],
-            run_at=options["run_at"],
-            priority=options["priority"],
-            meta=options["meta"],
-            tags=options["tags"],
-        )
-        return template if template.unique is None else None
+        return local, template
 
     def enqueue_with(
         self,
@@ -614,12 +615,12 @@ class Client:
             "tags": tags,
         }
         if target is None:
-            here = self._here()
-            template = None if here is None else self._template_here(actor, options)
-            if here is not None and template is not None:
+            here = self._here(actor, options)
+            if here is not None:
+                local, template = here
                 job_id, job = self._async._one(template, args, kwargs)
                 with tracing.enqueue_columns_span(job) as traced:
-                    here.enqueue_columns_here(traced)
+                    local.enqueue_columns_here(traced)
                 return job_id
             return self._call(self._async.enqueue_with(actor, args, kwargs, **options))
         spec = self._call(self._async._spec_one(actor, args, kwargs, **options))
@@ -669,15 +670,13 @@ class Client:
             "tags": tags,
         }
         if target is None:
-            here = self._here()
-            template = None
-            if here is not None and unique_keys is None:
-                template = self._template_here(actor, {**options, "unique_key": None})
-            if here is not None and template is not None:
+            here = self._here(actor, options)
+            if here is not None:
+                local, template = here
                 ids, jobs = self._async._columns(template, items)
                 if ids:
                     with tracing.enqueue_columns_span(jobs) as traced:
-                        here.enqueue_columns_here(traced)
+                        local.enqueue_columns_here(traced)
                 return ids
             return self._call(self._async.enqueue_many(actor, items, **options))
         specs = self._call(self._async._specs_many(actor, items, **options))
