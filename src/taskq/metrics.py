@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -129,7 +130,7 @@ class _Observed:
 C = TypeVar("C", _Counted, _Gauged, _Observed)
 
 
-class _Family(Generic[C]):
+class _Family(ABC, Generic[C]):
     """One metric: a single value, or one per combination of label values."""
 
     kind = ""
@@ -146,8 +147,9 @@ class _Family(Generic[C]):
         self._single: C | None = None if self.labelnames else self._new()
         registry.add(self)
 
+    @abstractmethod
     def _new(self) -> C:
-        raise NotImplementedError
+        """A new value (the metric's own, or one label combination's)."""
 
     def labels(self, *values: object, **named: object) -> C:
         """The value for these label values (made at first use)."""
