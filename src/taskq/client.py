@@ -202,6 +202,8 @@ class AsyncClient:
                 return job_id
             spec = self._builder.spec(template, args, kwargs or {}, uuid7())
             return (await self._insert([spec], None))[0]
+        if connection is not None and not self._opened:
+            await self._check_kind(connection)
         spec = await self._spec_one(
             actor,
             args,
@@ -215,6 +217,11 @@ class AsyncClient:
             tags=tags,
         )
         return (await self._insert([spec], connection))[0]
+
+    async def _check_kind(self, connection: Any) -> None:
+        """A connection of the other engine is refused before the store is opened (the
+        default SQLite store would create its file for nothing)."""
+        txn.check_kind(self._store, await txn.resolve_async(connection))
 
     async def _insert(self, specs: Sequence[JobSpec], connection: Any) -> list[JobId]:
         with tracing.enqueue_span(specs) as traced:
@@ -276,6 +283,8 @@ class AsyncClient:
         taken as positional args. ``unique_keys`` gives each item its key (``None``:
         the actor's ``unique`` option, if any); ``meta`` and ``tags`` go on every job.
         ``connection``: in the caller's transaction, as for ``enqueue_with``."""
+        if connection is not None and not self._opened:
+            await self._check_kind(connection)
         template = await self._template_many(
             actor, queue=queue, delay=delay, run_at=run_at, priority=priority, meta=meta, tags=tags
         )
@@ -634,6 +643,7 @@ class Client:
             raise ConfigError(
                 "connection= is an async connection: enqueue on it with taskq.AsyncClient"
             )
+        txn.check_kind(self._async.store, target)  # before the store is opened
         return target
 
     def _insert_on(self, target: txn.Target, specs: Sequence[JobSpec]) -> list[JobId]:

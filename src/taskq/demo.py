@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 import shlex
+import shutil
 import sys
 import tempfile
 import time
@@ -138,9 +139,29 @@ def _summary(jobs: list[Job], events: list[SupervisionEvent]) -> list[str]:
     return lines
 
 
+def taskq_command() -> tuple[str, str | None]:
+    """How a new shell runs this taskq: ``taskq`` when the ``taskq`` on the PATH is this
+    installation's, else the full path of this installation's ``taskq`` script (or
+    ``python -m taskq``); and, then, how to put it on the PATH."""
+    bin_dir = os.path.dirname(os.path.abspath(sys.executable))  # a venv's bin/ (no realpath)
+    script = os.path.join(bin_dir, "taskq")
+    found = shutil.which("taskq")
+    if found is not None and os.path.dirname(os.path.abspath(found)) == bin_dir:
+        return "taskq", None
+    if not os.access(script, os.X_OK):
+        return f"{shlex.quote(sys.executable)} -m taskq", None
+    activate = os.path.join(bin_dir, "activate")
+    if os.path.exists(activate):
+        hint = f"(`. {shlex.quote(activate)}` puts `taskq` on this shell's PATH)"
+        return shlex.quote(script), hint
+    return shlex.quote(script), None
+
+
 def _follow_up(dsn: str, directory: str, jobs: list[Any]) -> list[str]:
-    """Commands that work after the demo: its store is kept for them."""
-    taskq = f"taskq --dsn {shlex.quote(dsn)}"
+    """Commands that work after the demo, as printed, in a new shell: its store is kept
+    for them, and ``taskq`` is named so that the shell finds it (``taskq_command``)."""
+    command, activate = taskq_command()
+    taskq = f"{command} --dsn {shlex.quote(dsn)}"
     dead = next((j for j in jobs if j.state == "dead"), None)
     lines = ["", f"The demo's store is kept in {directory}; look closer with:"]
     if dead is not None:
@@ -150,6 +171,8 @@ def _follow_up(dsn: str, directory: str, jobs: list[Any]) -> list[str]:
         f"  {taskq} jobs stats",
         f"and remove it with: rm -r {shlex.quote(directory)}",
     ]
+    if activate is not None:
+        lines.insert(-1, activate)
     return lines
 
 

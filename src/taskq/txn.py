@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from . import settings
 from .exceptions import ConfigError, StoreError
 from .jobs import JobSpec
 from .store.enqueue import jobs_table, pg_steps, run_async, run_sync, sqlite_enqueue
@@ -174,13 +175,23 @@ def _check_sqlite(store: Any, conn: sqlite3.Connection) -> None:
         )
 
 
-def _store_kind(store: Any, target: Target) -> None:
+def check_kind(store: Any, target: Target) -> None:
+    """Refuse a connection of the other engine than the store's, before anything is
+    opened or written (a client on the default SQLite file creates no file for it)."""
     expected = SQLITE_CONN if target.kind == SQLITE_CONN else "postgres"
-    if store.kind != expected:
+    if store.kind == expected:
+        return
+    if expected == "postgres" and store.display_dsn == settings.DEFAULT_DSN:
         raise ConfigError(
-            f"connection= is a {'SQLite' if expected == SQLITE_CONN else 'Postgres'} "
-            f"connection, but the taskq store is {store.display_dsn}"
+            "connection= is a Postgres connection, but this taskq client has no DSN: "
+            "TASKQ_DSN is not set, and the default store would be a SQLite file "
+            f"({settings.DEFAULT_DSN}); set TASKQ_DSN to the application's database "
+            "(postgresql://...), or pass its DSN: taskq.Client('postgresql://...')"
         )
+    raise ConfigError(
+        f"connection= is a {'SQLite' if expected == SQLITE_CONN else 'Postgres'} "
+        f"connection, but the taskq store is {store.display_dsn}"
+    )
 
 
 def _driver_error(exc: BaseException) -> StoreError:
@@ -203,7 +214,7 @@ def enqueue_sync(
     """Insert ``specs`` on a sync caller connection (in the calling thread).
     ``identity`` gives the store's own (database, port, start time), asked only the
     first time a connection is checked."""
-    _store_kind(store, target)
+    check_kind(store, target)
     if target.kind == SQLITE_CONN:
         try:
             _check_sqlite(store, target.conn)
@@ -228,7 +239,7 @@ async def enqueue_async(store: Any, obj: Any, specs: Sequence[JobSpec]) -> list[
     """Insert ``specs`` on the caller's connection ``obj`` (any kind ``resolve_async``
     takes; a sync one runs right here, blocking the loop for its round trips)."""
     target = await resolve_async(obj)
-    _store_kind(store, target)
+    check_kind(store, target)
     ours = await store.identity() if target.kind != SQLITE_CONN else ()
     if not target.is_async:
         return enqueue_sync(store, target, specs, lambda: ours)

@@ -159,6 +159,32 @@ def test_a_connection_to_another_database_or_schema_or_file_is_refused(client, t
     assert client.stats()["queued"] == 0
 
 
+async def test_a_client_without_a_dsn_given_a_postgres_connection_says_set_taskq_dsn(
+    pg_dsn, tmp_path, monkeypatch
+):
+    """No DSN and no TASKQ_DSN: the store would be the default SQLite file. A Postgres
+    connection= is refused with the fix (set TASKQ_DSN), and no file is created."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("TASKQ_DSN", "TASKQ_PG_DSN", "TASKQ_DSN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    with psycopg.connect(pg_dsn) as conn:
+        client = Client()
+        try:
+            with pytest.raises(ConfigError, match=r"no DSN: TASKQ_DSN is not set.*set TASKQ_DSN"):
+                client.enqueue_with(REMEMBER, ["x"], connection=conn)
+            with pytest.raises(ConfigError, match="set TASKQ_DSN"):
+                client.enqueue_many(REMEMBER, [(("x",), {})], connection=conn)
+        finally:
+            client.close()
+        aclient = AsyncClient()
+        try:
+            with pytest.raises(ConfigError, match="set TASKQ_DSN"):
+                await aclient.enqueue_with(REMEMBER, ["x"], connection=conn)
+        finally:
+            await aclient.close()
+    assert list(tmp_path.iterdir()) == []
+
+
 async def test_async_client_on_a_sync_connection(target, tmp_path):
     await asyncio.to_thread(_migrate, target)
     conn = _app_connection(target)
