@@ -35,17 +35,21 @@ The tree::
         +-- ResultDropped            the job ran, but its result cannot be stored (carries why)
 
 Messages default to the class docstring, so ``raise StoreUnavailable()`` still says
-something useful; pass a message to say more.
+something useful; pass a message to say more. Every message passes through
+``redaction.text``: a password in it (a DSN, a driver's error text) is masked.
 """
 
 from __future__ import annotations
+
+from . import redaction
 
 
 class TaskqError(Exception):
     """taskq error."""
 
     def __init__(self, message: str | None = None) -> None:
-        super().__init__(message or (self.__doc__ or "").strip().splitlines()[0])
+        shown = redaction.text(message) if message else None
+        super().__init__(shown or (self.__doc__ or "").strip().splitlines()[0])
 
     @property
     def message(self) -> str:

@@ -36,6 +36,7 @@ from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from . import redaction
 from .exceptions import ConfigError
 
 _FIELDS = "taskq_fields"
@@ -127,9 +128,17 @@ def get_logger(name: str) -> _Logger:
 
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The record's fields as they may be written (``redaction.fields``: passwords in
+    text and secret-named fields masked)."""
     job: Mapping[str, Any] | None = getattr(record, _JOB, None)
     own: dict[str, Any] = getattr(record, _FIELDS, {})
-    return {**job, **own} if job else own
+    return redaction.fields({**job, **own} if job else own)
+
+
+def _exception(record: logging.LogRecord) -> str | None:
+    if not record.exc_info or record.exc_info[0] is None:
+        return None
+    return redaction.text("".join(traceback.format_exception(*record.exc_info)).rstrip())
 
 
 class _JobFilter(logging.Filter):
@@ -161,7 +170,7 @@ def _jsonable(value: Any) -> Any:
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
-            "event": record.getMessage(),
+            "event": redaction.text(record.getMessage()),
             "level": record.levelname.lower(),
             "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat(),
             "logger": record.name,
@@ -169,8 +178,9 @@ class JsonFormatter(logging.Formatter):
         }
         for key, value in _fields(record).items():
             out[key] = _jsonable(value)
-        if record.exc_info and record.exc_info[0] is not None:
-            out["exception"] = "".join(traceback.format_exception(*record.exc_info)).rstrip()
+        exception = _exception(record)
+        if exception is not None:
+            out["exception"] = exception
         return json.dumps(out, ensure_ascii=False)
 
 
@@ -178,11 +188,12 @@ class ConsoleFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         ts = datetime.fromtimestamp(record.created).strftime("%H:%M:%S.%f")[:-3]
         fields = " ".join(f"{k}={v}" for k, v in _fields(record).items())
-        line = f"{ts} {record.levelname.lower():8} {record.getMessage()}"
+        line = f"{ts} {record.levelname.lower():8} {redaction.text(record.getMessage())}"
         if fields:
             line = f"{line}  {fields}"
-        if record.exc_info and record.exc_info[0] is not None:
-            line += "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip()
+        exception = _exception(record)
+        if exception is not None:
+            line += "\n" + exception
         return line
 
 

@@ -16,8 +16,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
+from . import redaction
 from .exceptions import ConfigError, InvalidDSN
 
 DEFAULT_DSN = "sqlite:///taskq.sqlite3"
@@ -60,10 +60,10 @@ def dsn_kind(dsn: str) -> str:
 def sqlite_path(dsn: str) -> str:
     """``sqlite:///rel/path`` -> ``rel/path``; ``sqlite:////abs/path`` -> ``/abs/path``."""
     if not dsn.lower().startswith("sqlite:///"):
-        raise InvalidDSN(f"invalid SQLite DSN {dsn!r}: expected sqlite:///path/to/file")
+        raise InvalidDSN(f"invalid SQLite DSN {redact(dsn)!r}: expected sqlite:///path/to/file")
     path = dsn[len("sqlite:///") :]
     if not path:
-        raise InvalidDSN(f"invalid SQLite DSN {dsn!r}: no file path")
+        raise InvalidDSN(f"invalid SQLite DSN {redact(dsn)!r}: no file path")
     return path
 
 
@@ -129,12 +129,5 @@ def resolve(dsn: str | None = None, schema: str | None = None) -> StoreSettings:
 
 
 def redact(dsn: str) -> str:
-    """The DSN without its password, for logs and error messages."""
-    try:
-        parts = urlsplit(dsn)
-    except ValueError:
-        return "<unparseable DSN>"
-    if parts.password is None:
-        return dsn
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    """The DSN without its password, for logs and error messages (``redaction.dsn``)."""
+    return redaction.dsn(dsn)

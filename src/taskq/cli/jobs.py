@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
+from .. import redaction
 from ..exceptions import InvalidJobState, TaskqError
 from ..jobs import ALL_STATES, CancelResult, Job
 from . import args
@@ -144,7 +145,7 @@ def cmd_list(ns: argparse.Namespace) -> int:
         ns, lambda c: c.list(state=ns.state, queue=ns.queue, tag=ns.tag, limit=ns.limit)
     )
     if ns.json:
-        print_json([j.to_dict() for j in jobs])
+        print_json([redaction.job(j.to_dict()) for j in jobs])
         return EXIT_OK
     print_table(
         "{:<36}  {:<20.20} {:<10.10} {:<10} {:>3} {:>5}  {}",
@@ -160,17 +161,18 @@ def cmd_list(ns: argparse.Namespace) -> int:
 def cmd_show(ns: argparse.Namespace) -> int:
     job = with_client(ns, lambda c: c.get(ns.id))
     if ns.json:
-        print_json(job.to_dict())
+        print_json(redaction.job(job.to_dict()))
     else:
         print("\n".join(_job_lines(job)))
     return EXIT_OK
 
 
 def _job_lines(job: Job) -> list[str]:
-    d = job.to_dict()
+    d = redaction.job(job.to_dict())
     width = max(len(k) for k in d)
     return [
-        f"{k:<{width}}  {json.dumps(v) if isinstance(v, list | dict) else v}" for k, v in d.items()
+        f"{k:<{width}}  {json.dumps(v, ensure_ascii=False) if isinstance(v, list | dict) else v}"
+        for k, v in d.items()
     ]
 
 

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .. import exit_codes
+from .. import exit_codes, redaction
 
 if TYPE_CHECKING:
     from ..client import AsyncClient
@@ -37,12 +37,12 @@ def with_client(ns: argparse.Namespace, action: Callable[[AsyncClient], Awaitabl
 
 
 def error(message: object) -> None:
-    """The one line a user mistake gets, on stderr."""
-    print(f"taskq: {message}", file=sys.stderr)
+    """The one line a user mistake gets, on stderr (passwords masked: ``redaction``)."""
+    print(f"taskq: {redaction.text(str(message))}", file=sys.stderr)
 
 
 def print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, default=str))
+    print(json.dumps(value, indent=2, default=str, ensure_ascii=False))
 
 
 def print_table(row: str, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:

@@ -34,6 +34,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from .. import redaction
 from ..exceptions import InvalidDSN, SchemaNotMigrated, StoreError, StoreUnavailable
 from ..jobs import (
     ALL_STATES,
@@ -180,7 +181,9 @@ class PostgresStore(PostgresInsight):
         try:
             params = conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as exc:
-            raise InvalidDSN(f"invalid DSN {redact(dsn)!r}: {_first_line(exc)}") from None
+            raise InvalidDSN(
+                f"invalid DSN {redact(dsn)!r}: {redaction.echoed(_first_line(exc), dsn)}"
+            ) from None
         extra = "".join(f" -c {setting}" for setting in planner)
         options = (
             f"{params.get('options') or ''} -c search_path={self.schema} -c TimeZone=UTC{extra}"

@@ -23,10 +23,11 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from .. import redaction
 from ..client import AsyncClient
 from ..store import Store, create_store
 from . import actions, pages
-from .security import CSRF_COOKIE, csrf_token, redact_text, who
+from .security import CSRF_COOKIE, csrf_token, who
 
 HERE = Path(__file__).parent
 
@@ -71,7 +72,7 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(age=_age, since=_since, when=_when, pretty=_pretty, redact=redact_text)
+    env.filters.update(age=_age, since=_since, when=_when, pretty=_pretty, redact=redaction.text)
     return env
 
 

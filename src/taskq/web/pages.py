@@ -14,10 +14,10 @@ from uuid import UUID
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
+from .. import redaction
 from ..insight import JobFilter
 from ..jobs import ALL_STATES, Job, QueueInfo
 from ..store import Store
-from .security import visible_arguments
 
 PAGE_SIZE = 50
 #: a workgroup that has not reported for this long is shown as gone
@@ -115,9 +115,8 @@ async def job(request: Request) -> Response:
     found = await store.get_job(job_id)
     if found is None:
         return _render(request, "missing.html", job_id=job_id, page="jobs")
-    meta = getattr(found, "meta", None)
-    args, kwargs, hidden = visible_arguments(found.args, found.kwargs, meta)
-    sensitive = isinstance(meta, dict) and meta.get("sensitive") is True
+    meta = found.meta
+    args, kwargs, hidden = redaction.arguments(found.args, found.kwargs, meta)
     duration = (
         (found.finished_at - found.started_at).total_seconds()
         if found.finished_at and found.started_at
@@ -130,9 +129,9 @@ async def job(request: Request) -> Response:
         args=args,
         kwargs=kwargs,
         hidden=hidden,
-        result="••••••" if sensitive else found.result,
-        meta=meta,
-        tags=getattr(found, "tags", None),
+        result=redaction.result(found.result, meta),
+        meta=redaction.value(meta),
+        tags=found.tags,
         errors=await store.job_errors(job_id),
         duration=duration,
         page="jobs",
