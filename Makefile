@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 DEMO_STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint schema screenshots bench bench-quick clean
+.PHONY: demo test lint docs schema screenshots bench bench-quick clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,11 @@ screenshots: $(STAMP)
 	@dsn=$$($(PY) scripts/ensure_postgres.py) || exit 1; \
 	TASKQ_TEST_PG_DSN="$$dsn" TASKQ_SCREENSHOTS=$(CURDIR)/docs/img \
 	  $(PY) -m pytest tests/browser -q -k "sqlite and every_page"
+
+# Regenerates the generated sections of docs/ (the event list, ...) from the code that
+# declares them (scripts/gen_docs.py); tests/unit/test_docs_generated.py fails until they match.
+docs: $(STAMP)
+	$(PY) scripts/gen_docs.py
 
 # Regenerates src/taskq/store/schema/*.sql (what migrating from zero builds) after a
 # migration changed; tests/integration/test_migrate.py fails until they match.

@@ -134,21 +134,21 @@ class Workgroup:
             ) from None
 
     def child_pids(self) -> set[int]:
-        return {e["child_pid"] for e in self.events("workgroup.child_started")}
+        return {e["child_pid"] for e in self.events("workgroup-child-started")}
 
     def started_pid(self, worker: str, *, nth: int = 1, timeout: float = 30.0) -> int:
-        hits = self.wait_event("workgroup.child_started", count=nth, worker=worker, timeout=timeout)
+        hits = self.wait_event("workgroup-child-started", count=nth, worker=worker, timeout=timeout)
         return hits[nth - 1]["child_pid"]
 
     @property
     def instance(self) -> str:
-        return self.wait_event("workgroup.started")[0]["instance"]
+        return self.wait_event("workgroup-started")[0]["instance"]
 
     # -- HTTP -----------------------------------------------------------------------------
 
     @property
     def port(self) -> int:
-        return self.wait_event("workgroup.http_listening")[0]["port"]
+        return self.wait_event("workgroup-http-listening")[0]["port"]
 
     def get(self, path: str) -> tuple[int, str]:
         try:

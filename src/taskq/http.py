@@ -17,6 +17,7 @@ import stat
 from collections.abc import Awaitable, Callable
 
 from . import metrics
+from .events import HTTP_REQUEST_FAILED
 from .logs import get_logger
 
 log = get_logger(__name__)
@@ -87,7 +88,7 @@ class EndpointServer:
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass  # the client went away or never spoke: nothing to answer
         except Exception:
-            log.exception("http-request-failed", server=self._name)
+            log.event(HTTP_REQUEST_FAILED, exc_info=True, server=self._name)
         finally:
             writer.close()
             with contextlib.suppress(ConnectionError, OSError):

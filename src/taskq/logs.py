@@ -3,18 +3,11 @@
 ``TASKQ_LOG_FORMAT`` picks ``json`` or ``console``; the default is console on a TTY,
 JSON otherwise. ``TASKQ_LOG_LEVEL`` (default ``INFO``) is the level of taskq's own
 records and of the records an actor logs. Every taskq module logs through
-``get_logger(__name__)``::
+``get_logger(__name__)``, and every line it writes is an event declared in
+``taskq.events`` (name, level, fields, meaning; docs/events.md lists them)::
 
     log = get_logger(__name__)
-    log.warning("workgroup.restart_scheduled", worker="api", reason="child_exit", delay=0.4)
-
-Event names are kebab-case, the thing first, then what happened (``worker-started``,
-``job-rescued``, ``store-unavailable``). Three families predate the rule and keep their
-own spelling, because dashboards and alert rules match their documented names: the
-workgroup supervisor's ``workgroup.<snake_case>``, the CPU pool's
-``process_pool_<snake_case>`` and the dashboard's ``dashboard.<snake_case>``; a new event
-of one of those families follows its family. ``worker died`` and the other names in
-CONTRACT.md and docs/ never change.
+    log.event(WORKGROUP_RESTART_SCHEDULED, worker="api", reason="child_exit", delay=0.4)
 
 Actors log with plain ``logging``: while a job runs, ``job_context`` holds its ``job``,
 ``actor``, ``attempt`` and ``queue`` in a context variable (copied into the thread of a
@@ -34,10 +27,13 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import redaction
 from .exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from .events import Event
 
 _FIELDS = "taskq_fields"
 _JOB = "taskq_job"
@@ -93,34 +89,22 @@ def _resolved(job: JobFields | None) -> Mapping[str, Any] | None:
 
 
 class _Logger:
-    """A thin front over ``logging.Logger`` that takes an event name and keyword fields."""
+    """A thin front over ``logging.Logger`` with one method: ``event``, which writes one of
+    the events declared in ``taskq.events`` and counts its metric, if it counts one."""
 
     __slots__ = ("_logger",)
 
     def __init__(self, logger: logging.Logger) -> None:
         self._logger = logger
 
-    def _log(self, level: int, event: str, exc_info: Any, fields: dict[str, Any]) -> None:
-        if self._logger.isEnabledFor(level):
-            self._logger.log(level, event, exc_info=exc_info, extra={_FIELDS: fields}, stacklevel=3)
-
-    def debug(self, event: str, *, exc_info: Any = None, **fields: Any) -> None:
-        self._log(logging.DEBUG, event, exc_info, fields)
-
-    def info(self, event: str, *, exc_info: Any = None, **fields: Any) -> None:
-        self._log(logging.INFO, event, exc_info, fields)
-
-    def warning(self, event: str, *, exc_info: Any = None, **fields: Any) -> None:
-        self._log(logging.WARNING, event, exc_info, fields)
-
-    def error(self, event: str, *, exc_info: Any = None, **fields: Any) -> None:
-        self._log(logging.ERROR, event, exc_info, fields)
-
-    def critical(self, event: str, *, exc_info: Any = None, **fields: Any) -> None:
-        self._log(logging.CRITICAL, event, exc_info, fields)
-
-    def exception(self, event: str, **fields: Any) -> None:
-        self._log(logging.ERROR, event, True, fields)
+    def event(self, event: Event, /, *, exc_info: Any = None, **fields: Any) -> None:
+        if self._logger.isEnabledFor(event.level):
+            self._logger.log(
+                event.level, event.name, exc_info=exc_info, extra={_FIELDS: fields}, stacklevel=2
+            )
+        if event.counts:
+            for count in event.counts:
+                count.add(fields)
 
 
 def get_logger(name: str) -> _Logger:

@@ -241,22 +241,22 @@ WORKER = Registry()
 WORKGROUP = Registry()
 
 # -- worker: the task supervisor (ring 1) ---------------------------------------------
-pool_workers_alive = Gauge(
+consumers_alive = Gauge(
     "taskq_pool_workers_alive",
     "Consumer tasks alive; equals taskq_pool_workers_configured when healthy.",
     registry=WORKER,
 )
-pool_workers_configured = Gauge(
+consumers_configured = Gauge(
     "taskq_pool_workers_configured",
     "Consumer tasks the worker is configured to run.",
     registry=WORKER,
 )
-pool_worker_restarts = Counter(
+consumer_restarts = Counter(
     "taskq_pool_worker_restarts",
     "Consumer tasks replaced after dying.",
     registry=WORKER,
 )
-pool_items_dead_lettered = Counter(
+jobs_dead_lettered = Counter(
     "taskq_pool_items_dead_lettered",
     "Jobs this worker moved to dead, by reason.",
     ["actor", "reason"],

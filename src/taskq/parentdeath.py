@@ -73,12 +73,14 @@ def guard() -> None:
 
 
 def _say_orphaned(expected: int) -> None:
+    # events.PARENT_GONE, written by hand: logging is not set up yet, and this module is
+    # imported first thing by every taskq process (tests/unit/test_events.py checks it)
     now = datetime.now(UTC).isoformat()
     line = (
         f'{{"event": "parent-gone", "level": "warning", "timestamp": "{now}", '
         f'"parent_pid": {expected}, '
         f'"now_parent": {os.getppid()}, "pid": {os.getpid()}, '
-        '"reason": "the supervisor died before this child started"}\n'
+        '"note": "the supervisor died before this child started"}\n'
     )
     try:
         os.write(2, line.encode())

@@ -153,7 +153,7 @@ class Chaos:
         """Children running a worker that has started (row registered, handlers in); with
         ``busy``, only those the store shows running a job right now."""
         started = {
-            (e["worker"], e["pid"]): e["child_worker"] for e in self.wg.events("worker-started")
+            (e["worker"], e["pid"]): e["worker_id"] for e in self.wg.events("worker-started")
         }
         running = {str(j.worker_id) for j in self.client.list(state="running", limit=1000)}
         return [
@@ -192,7 +192,7 @@ class Chaos:
         )
         os.kill(child["pid"], signal.SIGKILL)
         self.kills.append(Kill("worker", child["name"], child["pid"]))
-        self.wg.wait_event("workgroup.child_exited", child_pid=child["pid"])
+        self.wg.wait_event("workgroup-child-exited", child_pid=child["pid"])
 
     def stop_worker(self) -> None:
         """SIGSTOP a child that is past its health-check startup grace."""
@@ -216,7 +216,7 @@ class Chaos:
         idle_ok_at = time.monotonic() + BUSY_POOL_WAIT
 
         def candidate() -> tuple[str, int] | None:
-            ready = {e["pid"] for e in self.wg.events("process_pool_process_ready")}
+            ready = {e["pid"] for e in self.wg.events("process-pool-process-ready")}
             found = [
                 (c["name"], pid)
                 for c in self.living_workers()
@@ -235,7 +235,7 @@ class Chaos:
         def noticed() -> bool:  # a busy process fails its job; an idle one is just replaced
             return bool(
                 self.wg.events("process_pool_broken", worker=worker, pid=pid)
-                or self.wg.events("process_pool_process_lost", worker=worker, pid=pid)
+                or self.wg.events("process-pool-process-lost", worker=worker, pid=pid)
                 or not self._worker_alive(worker)
             )
 
@@ -283,7 +283,7 @@ def test_workers_die_and_nothing_is_lost_and_nothing_is_silent(
         wg.wait_event("worker-started", count=len(WORKERS))
         chaos.run()
         assert chaos.stopped is not None
-        wg.wait_event("workgroup.child_unhealthy", child_pid=chaos.stopped)
+        wg.wait_event("workgroup-child-unhealthy", child_pid=chaos.stopped)
 
         def drained() -> dict[str, int] | None:
             stats = client.stats()
@@ -344,20 +344,20 @@ def check_every_kill_was_seen(wg: Workgroup, kills: list[Kill], jobs: dict[UUID,
             noticed = [
                 line
                 for line in lines
-                if line.get("event") in {"process_pool_broken", "process_pool_process_lost"}
+                if line.get("event") in {"process_pool_broken", "process-pool-process-lost"}
                 and line.get("pid") == kill.pid
                 and line.get("worker") == kill.worker
             ]
             assert noticed, f"no worker line about the death of pool process {kill}"
             for line in noticed:  # a busy process: its job, and only it, was charged a crash
                 if line["event"] == "process_pool_broken":
-                    job = jobs[UUID(line["job_id"])]
+                    job = jobs[UUID(line["job"])]
                     assert job.crash_count >= 1 and "killed by SIGKILL" in (job.last_error or "")
             continue
         exited = [
             i
             for i, line in enumerate(lines)
-            if line.get("event") == "workgroup.child_exited" and line.get("child_pid") == kill.pid
+            if line.get("event") == "workgroup-child-exited" and line.get("child_pid") == kill.pid
         ]
         assert exited, f"the supervisor never saw {kill} exit"
         restart = next(
@@ -377,7 +377,7 @@ def check_every_kill_was_seen(wg: Workgroup, kills: list[Kill], jobs: dict[UUID,
         rescued = [
             line
             for line in lines
-            if line.get("event") == "workgroup.jobs_rescued" and line.get("child_pid") == kill.pid
+            if line.get("event") == "workgroup-jobs-rescued" and line.get("child_pid") == kill.pid
         ]
         assert rescued, f"the supervisor did not rescue the jobs of {kill} at once"
     assert not [line for line in lines if line.get("event") == "workgroup-burst-limit-exceeded"]
@@ -412,5 +412,5 @@ def test_a_clean_stop_with_health_checks_on_calls_no_child_unhealthy(
 
     wait_until(probing, what="every child past its health-check startup grace")
     assert wg.stop(timeout=60) == 0
-    assert wg.events("workgroup.child_unhealthy") == []
+    assert wg.events("workgroup-child-unhealthy") == []
     assert wg.events("workgroup.restart_scheduled") == []

@@ -297,8 +297,8 @@ def test_postgres_restart_is_ridden_out_on_backoff_and_charges_nothing(
     assert restarts_metric(worker) == 0, "consumers were restarted against a dead store"
     assert not worker.events("crash-loop-guard-tripped") and not worker.events("worker died")
     lines = worker.logs()[since:]
-    down = Counter(e["component"] for e in lines if e.get("event") == "store-unavailable")
-    up = {e["component"]: e for e in lines if e.get("event") == "store-recovered"}
+    down = Counter(e["part"] for e in lines if e.get("event") == "store-unavailable")
+    up = {e["part"]: e for e in lines if e.get("event") == "store-recovered"}
     assert down and set(down) <= COMPONENTS
     assert all(n == 1 for n in down.values()), f"the outage was logged per attempt: {down}"
     assert set(up) == set(down), f"not every component logged its recovery: {down} {up}"
@@ -306,7 +306,7 @@ def test_postgres_restart_is_ridden_out_on_backoff_and_charges_nothing(
     # counts as one attempt, so the number of attempts depends on timing; the time does not)
     assert max(e["down_for"] for e in up.values()) >= 1.0, f"no outage was seen: {up}"
     noisy = Counter(
-        (e.get("event"), e.get("component"))
+        (e.get("event"), e.get("part"))
         for e in lines
         if e.get("level") in {"warning", "error", "critical"}
     )

@@ -1,5 +1,5 @@
 """No password in anything taskq prints, whatever form the DSN has: a real worker's
-``worker-started`` and ``job-dead`` lines, a real workgroup's ``workgroup.store_opened``,
+``worker-started`` and ``job-dead`` lines, a real workgroup's ``workgroup-store-opened``,
 the CLI's error lines and ``taskq jobs show``. (The dashboard's pages:
 tests/integration/test_dashboard.py.) Postgres runs with trust auth here, so a
 ``?password=`` DSN still connects: the password is only there to be hidden."""
@@ -62,7 +62,7 @@ def test_workgroup_store_opened_hides_the_password(pg_target, tmp_path: Path) ->
     )
     group = Workgroup(config, env)
     try:
-        (opened,) = group.wait_event("workgroup.store_opened")
+        (opened,) = group.wait_event("workgroup-store-opened")
         group.wait_event("worker-started")
     finally:
         group.cleanup()

@@ -168,7 +168,7 @@ async def test_sigkill_mid_job_rerun_idempotent_crashed_non_idempotent_never_poi
         once = await client.enqueue(actors.held_once, "once", str(release))
         twice = await client.enqueue(actors.held_idempotent, "twice", str(release))
         first = spawn("--queues", "held", "--max-concurrency", "3")
-        first_id = first.wait_for_event("worker-started")["worker"]
+        first_id = first.wait_for_event("worker-started")["worker_id"]
         wait_until(
             lambda: all(starts(runs_file, k) == 1 for k in ("idem", "once", "twice")),
             what="three jobs running in the first worker",
@@ -213,7 +213,7 @@ async def test_crash_loop_guard_ends_the_process_non_zero_with_a_critical_line(s
     assert critical["level"] == "critical"
     assert len(worker.events("worker died")) >= 12 * 11
     assert len(worker.events("consumer-gave-up")) == 12
-    assert all("ConsumerFault" in e["exception"] for e in worker.events("worker died"))
+    assert all("ConsumerFault" in e["error"] for e in worker.events("worker died"))
     assert all(j.state == "queued" and j.attempts == 0 for j in jobs)  # nothing lost
 
 
@@ -231,7 +231,7 @@ async def test_a_raising_middleware_hook_never_stops_a_job_or_the_worker(store, 
         assert worker.wait() == exit_codes.OK
     assert all(j.attempts == 1 for j in jobs)
     assert sorted(actors.runs(runs_file)) == sorted(f"h{i}" for i in range(8))
-    assert worker.events("worker died") == [] and worker.events("worker-restarted") == []
+    assert worker.events("worker died") == [] and worker.events("consumer-restarted") == []
     failed = worker.events("middleware-hook-failed")
     assert sorted(e["method"] for e in failed) == ["after_job", "before_job"]
     assert all(e["level"] == "error" for e in failed)
@@ -347,14 +347,14 @@ def test_unreachable_store_exits_1_with_one_line(target, spawn):
     assert worker.wait() == exit_codes.CANNOT_START
     event, line = worker.log_path.read_text().splitlines()  # JSON for machines, one for people
     assert '"worker-cannot-start"' in event and line.startswith("taskq: ")
-    assert worker.events("worker-cannot-start")[0]["error"] == "StoreUnavailable"
+    assert worker.events("worker-cannot-start")[0]["error_type"] == "StoreUnavailable"
 
 
 def test_unmigrated_store_exits_1_and_says_to_migrate(target, spawn):
     worker = spawn()  # no `store` fixture: nothing migrated this schema / file
     assert worker.wait() == exit_codes.CANNOT_START
     (line,) = worker.events("worker-cannot-start")
-    assert "taskq migrate" in line["reason"]
+    assert "taskq migrate" in line["error"]
 
 
 async def test_health_port_in_use_exits_1_with_one_line(store, spawn):
@@ -366,7 +366,7 @@ async def test_health_port_in_use_exits_1_with_one_line(store, spawn):
         worker = spawn("--health-port", str(taken.getsockname()[1]))
         assert worker.wait() == exit_codes.CANNOT_START
     (line,) = worker.events("worker-cannot-start")
-    assert "cannot serve health endpoints" in line["reason"]
+    assert "cannot serve health endpoints" in line["error"]
     assert await store.list_workers() == []  # nothing half-registered
 
 
@@ -387,7 +387,7 @@ async def test_sighup_reloads_a_good_dsn_file_and_survives_a_bad_one(
     dsn_file.write_text(bad)
     worker.signal(signal.SIGHUP)
     failed = worker.wait_for_event("credentials-reload-failed")
-    assert failed["reason"]
+    assert failed["error"]
     async with AsyncClient(store=store) as client:  # it keeps working on the old pool
         job_id = await client.enqueue(actors.remember, "after-hup")
         await wait_for_states(store, [job_id], {"succeeded"})
@@ -404,7 +404,7 @@ async def test_actor_config_drift_refuses_to_start_unless_forced(target, store, 
     drifted = spawn("--actors", "tests.worker_actors_drifted:registry")
     assert drifted.wait() == exit_codes.CANNOT_START
     (line,) = drifted.events("worker-cannot-start")
-    assert "remember" in line["reason"] and "max_attempts" in line["reason"]
+    assert "remember" in line["error"] and "max_attempts" in line["error"]
     assert not drifted.events("worker-started")
     forced = spawn(
         "--actors", "tests.worker_actors_drifted:registry", "--force-update-actor-config"
@@ -429,7 +429,7 @@ async def test_an_actors_module_that_fails_to_import_shows_its_own_error(target,
     assert worker.wait() == exit_codes.CANNOT_START
     text = worker.log_path.read_text()
     (event,) = worker.events("worker-cannot-start")
-    assert event["error"] == "ActorImportError" and "Traceback" not in text
+    assert event["error_type"] == "ActorImportError" and "Traceback" not in text
     line = text.splitlines()[-1]
     broken = ROOT / "tests" / "fixtures" / "registry_broken.py"
     assert line == (
@@ -535,7 +535,7 @@ async def test_open_pool_breaker_leaves_cpu_jobs_queued_uncharged_others_run(
     async with AsyncClient(store=store) as client:
         crashers = [await client.enqueue_with("cpu_exit_once", [f"b{i}"]) for i in range(6)]
         await wait_for_states(store, crashers, {"dead"}, timeout=60)
-        worker.wait_for_event("process_pool_breaker_open")
+        worker.wait_for_event("process-pool-breaker-open")
         paused = await client.enqueue_with("cpu_square", [9])
         other = await client.enqueue_with("ping", ["still here"])
         (other_job,) = await wait_for_states(store, [other], {"succeeded"})

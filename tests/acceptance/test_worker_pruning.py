@@ -81,6 +81,6 @@ async def test_a_worker_with_a_short_retention_prunes_succeeded_jobs_and_keeps_d
             await async_wait_until(pruned, timeout=30, what="the succeeded jobs pruned")
             kept = await store.get_job(dead)
             assert kept is not None and kept.state == "dead"
-        assert sum(e["jobs"] for e in worker.events("pruned")) >= len(done)
+        assert sum(e["jobs"] for e in worker.events("jobs-pruned")) >= len(done)
     finally:
         worker.stop()

@@ -26,7 +26,7 @@ async def test_a_sigkilled_worker_is_shown_stale(target, store, tmp_path: Path) 
     worker = WorkerProcess(target, log_path=tmp_path / "w.log")
     try:
         started = worker.wait_for_event("worker-started")
-        worker_id = started["worker"]
+        worker_id = started["worker_id"]
         assert started["group"] == "default"  # --worker-group, as docs/worker.md says
         row = _rows(target)[worker_id]  # default --stale-after 30 s, heartbeats every 0.3 s
         assert row["status"] == "alive" and row["pid"] == worker.pid

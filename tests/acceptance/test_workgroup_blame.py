@@ -50,7 +50,7 @@ async def test_jobs_in_flight_during_two_outside_sigkills_are_never_poisoned(
 
             await async_wait_until(all_running, what=f"three jobs running in child {nth}")
             os.kill(pid, signal.SIGKILL)  # an operator, a deploy: from outside
-            await asyncio.to_thread(wg.wait_event, "workgroup.jobs_rescued", child_pid=pid)
+            await asyncio.to_thread(wg.wait_event, "workgroup-jobs-rescued", child_pid=pid)
         for i in range(3):
             (release / f"k{i}").touch()
 

@@ -96,7 +96,7 @@ async def test_sigkilled_child_is_replaced_and_its_job_rescued_at_once(
     # a 5 s grace is below a child's worst-case clean exit: said at start, with the numbers
     assert any(
         "shutdown_grace 5s is below a child's worst-case clean exit of 45s" in w["warning"]
-        for w in wg.events("workgroup.config_warning")
+        for w in wg.events("workgroup-config-warning")
     )
     async with AsyncClient(store=store) as client:
         job_id = await client.enqueue(nap, 300)
@@ -106,7 +106,7 @@ async def test_sigkilled_child_is_replaced_and_its_job_rescued_at_once(
 
     os.kill(first, signal.SIGKILL)
 
-    (rescued,) = await in_thread(wg.wait_event, "workgroup.jobs_rescued", child_pid=first)
+    (rescued,) = await in_thread(wg.wait_event, "workgroup-jobs-rescued", child_pid=first)
     assert rescued["count"] == 1 and rescued["worker"] == "api"
     job = await store.get_job(job_id)
     # not idempotent: the crash rules make it dead/crashed, with the observed cause; the
@@ -139,7 +139,7 @@ def test_crash_looping_child_latches_and_the_supervisor_still_answers(
     assert latched["level"] == "critical" and latched["reason"] == "child_exit"
     restarts = wg.events("workgroup.restart_scheduled", worker="api")
     assert [r["reason"] for r in restarts] == ["child_exit", "child_exit"]
-    assert len(wg.events("workgroup.child_started", worker="api")) == 3
+    assert len(wg.events("workgroup-child-started", worker="api")) == 3
 
     # each crashed child's last words reached the log before its restart was scheduled
     lines = wg.snapshot()
@@ -184,7 +184,7 @@ async def test_sigstopped_child_with_health_on_is_replaced_as_unhealthy(
     await async_wait_until(registered, what="the child's worker row")
     os.kill(first, signal.SIGSTOP)
 
-    (unhealthy,) = await in_thread(wg.wait_event, "workgroup.child_unhealthy", child_pid=first)
+    (unhealthy,) = await in_thread(wg.wait_event, "workgroup-child-unhealthy", child_pid=first)
     assert "heartbeat stale" in unhealthy["problem"]
     (scheduled,) = await in_thread(wg.wait_event, "workgroup.restart_scheduled", worker="api")
     assert scheduled["reason"] == "unhealthy"
@@ -254,7 +254,7 @@ async def test_sigterm_stops_everything_cleanly_and_leaves_no_job_running(
     assert await in_thread(wg.stop) == 0
 
     assert not any(pid_alive(pid) for pid in pids)
-    assert wg.events("workgroup.killing_children") == []  # they left within the grace
+    assert wg.events("workgroup-killing-children") == []  # they left within the grace
     assert (await store.stats())["running"] == 0
     for job_id in ids:
         job = await store.get_job(job_id)
@@ -274,7 +274,7 @@ async def test_second_sigterm_kills_the_children_at_once(
     wg.signal(signal.SIGTERM)
     await in_thread(wg.wait_event, "worker-stopping", worker="api")
     wg.signal(signal.SIGTERM)
-    (kill,) = await in_thread(wg.wait_event, "workgroup.killing_children")
+    (kill,) = await in_thread(wg.wait_event, "workgroup-killing-children")
     assert kill["why"] == "second stop signal"
     assert await in_thread(wg.wait_exit, 20) == 0
     assert not any(pid_alive(pid) for pid in wg.child_pids())
@@ -338,7 +338,12 @@ async def test_a_5_mib_output_line_is_forwarded_in_pieces_and_the_child_keeps_ru
     # a child's JSON line stays JSON: its own fields, plus worker and stream
     (started,) = wg.events("worker-started")
     assert started["worker"] == "api" and started["stream"] == "stderr"
-    assert started["pid"] == pid and started["level"] == "info" and "child_worker" in started
+    assert (
+        started["pid"] == pid
+        and started["level"] == "info"
+        and "worker_id" in started
+        and "child_worker" not in started
+    )
     assert await in_thread(wg.stop) == 0
 
 
@@ -406,7 +411,7 @@ async def test_in_process_supervisor_reloads_running_children_but_not_during_shu
         assert await asyncio.wait_for(task, 30) == 0
     finally:
         if not task.done():
-            supervisor.request_stop(force=True)
+            supervisor.request_stop(hurry=True)
             await asyncio.wait_for(task, 30)
     kinds = [e.kind for e in events]
     assert kinds[:2] == ["started", "child_started"] and kinds[-1] == "stopped"
@@ -428,9 +433,9 @@ def test_health_query_failures_are_tolerated_up_to_the_limit(
     )
     wg = workgroups(config, sqlite_target.env)
     first = wg.started_pid("api")
-    (unhealthy,) = wg.wait_event("workgroup.child_unhealthy", child_pid=first)
+    (unhealthy,) = wg.wait_event("workgroup-child-unhealthy", child_pid=first)
     assert unhealthy["problem"].startswith("health query failed 3 times in a row")
-    failures = wg.events("workgroup.health_query_failed", child_pid=first)
+    failures = wg.events("workgroup-health-query-failed", child_pid=first)
     assert [f["consecutive_failures"] for f in failures] == [1, 2, 3]
     (scheduled,) = wg.wait_event("workgroup.restart_scheduled", worker="api")
     assert scheduled["reason"] == "unhealthy"

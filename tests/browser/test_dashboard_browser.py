@@ -196,7 +196,7 @@ def test_every_page_then_retry_a_dead_job_and_pause_a_queue(browser, site, shots
     with Client(site["target"].dsn, schema=site["target"].schema) as client:
         assert client.get(ids["dead"]).state == "succeeded"
         assert [q.paused for q in client.queues() if q.name == "reports"] == [True]
-    assert "dashboard.action" in (site["logs"] / "dash.log").read_text()
+    assert "dashboard-action" in (site["logs"] / "dash.log").read_text()
 
 
 def test_without_the_token_the_browser_gets_nothing(browser, site) -> None:

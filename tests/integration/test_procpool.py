@@ -125,8 +125,8 @@ async def test_verify_rebuilds_are_single_n_concurrent_failures_n_replacements(
         assert not first_pids & set(pool.pids)
         assert all_breaks() == breaks_before + 3
         broken = events(caplog, "process_pool_broken")
-        assert sorted(b["job_id"] for b in broken) == ["c0", "c1", "c2"]
-        ready = events(caplog, "process_pool_process_ready")
+        assert sorted(b["job"] for b in broken) == ["c0", "c1", "c2"]
+        ready = events(caplog, "process-pool-process-ready")
         assert len(ready) == 6  # three first processes + exactly three replacements
     finally:
         await pool.close()
@@ -234,7 +234,7 @@ async def test_verify_the_event_includes_job_name_payload_size_and_pool_generati
         await pool.close()
     [event] = events(caplog, "process_pool_broken")
     assert event["level"] == "ERROR"
-    assert event["job"] == "fail_in_job" and event["job_id"] == "job-1"
+    assert event["actor"] == "fail_in_job" and event["job"] == "job-1"
     assert event["attempt"] == 2
     assert event["payload_bytes"] == len(args) + len("{}")
     assert event["pool_generation"] == 1 and event["slot_generation"] == 1
@@ -396,7 +396,7 @@ async def test_an_idle_process_killed_from_outside_is_replaced_and_nobody_is_cha
         results = await asyncio.gather(*(pool.run("add", "[1, 1]", "{}") for _ in range(4)))
         assert results == ["2"] * 4
         assert all_breaks() == breaks_before
-        assert events(caplog, "process_pool_process_lost")
+        assert events(caplog, "process-pool-process-lost")
     finally:
         await pool.close()
     assert_no_process_left([victim])
@@ -466,9 +466,9 @@ async def test_cancel_kills_that_jobs_process_only_and_is_no_break(
         assert all_breaks() == breaks_before
         assert pool.breaker_state is BreakerState.CLOSED and not pool.breaker_open
         assert events(caplog, "process_pool_broken") == []
-        assert events(caplog, "process_pool_restart_scheduled") == []
-        [cancelled] = events(caplog, "process_pool_job_cancelled")
-        assert cancelled["job_id"] == "victim" and cancelled["pid"] == victim_pid
+        assert events(caplog, "process-pool-restart-scheduled") == []
+        [cancelled] = events(caplog, "process-pool-job-cancelled")
+        assert cancelled["job"] == "victim" and cancelled["pid"] == victim_pid
         await until(
             lambda: pool.processes_ready == 2 and pool.generation == generation + 1,
             what="the cancelled job's slot to be replaced",

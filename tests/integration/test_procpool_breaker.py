@@ -128,7 +128,7 @@ async def test_breaker_opens_then_half_opens_then_closes_on_a_good_probe(
         await crash(pool)  # threshold + 1 breaks within the window
         assert pool.breaker_open and pool.breaker_state is BreakerState.OPEN
         assert gauge("taskq_process_pool_breaker_open") == gauge_before + 1
-        [opened] = events(caplog, "process_pool_breaker_open")
+        [opened] = events(caplog, "process-pool-breaker-open")
         assert opened["level"] == "CRITICAL" and opened["breaks"] == THRESHOLD + 1
         assert sorted(pool.paused_actors) == sorted(CPU_ACTORS)
         generation = pool.generation
@@ -171,7 +171,7 @@ async def test_a_failed_probe_reopens_the_breaker(
         clock.advance(COOLDOWN)
         await crash(pool)  # the probe breaks
         assert pool.breaker_state is BreakerState.OPEN and pool.breaker_open
-        assert len(events(caplog, "process_pool_breaker_open")) == 2
+        assert len(events(caplog, "process-pool-breaker-open")) == 2
         clock.advance(COOLDOWN - 1)
         with pytest.raises(BreakerOpen):  # a fresh cooldown
             await pool.run("add", "[1, 2]", "{}")
@@ -196,7 +196,7 @@ async def test_a_failing_initializer_trips_the_breaker_instead_of_spinning(
             await waiting
         assert pool.breaker_open and sorted(pool.paused_actors) == sorted(CPU_ACTORS)
         assert pool.generation == THRESHOLD + 1  # exactly one process per counted break
-        failures = events(caplog, "process_pool_initializer_failed")
+        failures = events(caplog, "process-pool-initializer-failed")
         assert len(failures) == THRESHOLD + 1
         for failure in failures:  # each one logged with its traceback
             assert failure["level"] == "ERROR"
@@ -209,7 +209,7 @@ async def test_a_failing_initializer_trips_the_breaker_instead_of_spinning(
             lambda: pool.breaker_state is BreakerState.OPEN and pool.generation == 4,
             what="the half-open attempt to fail",
         )
-        assert len(events(caplog, "process_pool_breaker_open")) == 2
+        assert len(events(caplog, "process-pool-breaker-open")) == 2
         # while open nothing else starts: observe the slot across several breaker re-checks
         for _ in range(12):
             await asyncio.sleep(0.05)

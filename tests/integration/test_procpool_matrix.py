@@ -100,7 +100,7 @@ async def test_matrix_failure_in_job_or_result(
             assert f"while running {actor}" in error.cause
             assert all_breaks() == breaks_before + 1  # the culprit's break, nobody else's
             [broken] = events(caplog, "process_pool_broken")
-            assert broken["job_id"] == "culprit" and broken["job"] == actor
+            assert broken["job"] == "culprit" and broken["actor"] == actor
             assert broken["level"] == "ERROR" and broken["cause"] == error.cause
             pids.append(error.pid)
         elif failure == "timeout":
@@ -169,7 +169,7 @@ async def test_matrix_failure_in_the_initializer(
             what="the failed slot to be replaced",
         )
         assert break_count(cause) == before + 1
-        [failed] = events(caplog, "process_pool_initializer_failed")
+        [failed] = events(caplog, "process-pool-initializer-failed")
         assert failed["level"] == "ERROR"
         if cause == "initializer_failed":
             expected = "MemoryError" if failure == "memory" else "ValueError: boom"

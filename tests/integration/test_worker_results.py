@@ -74,9 +74,9 @@ async def test_a_result_that_cannot_be_stored_is_dropped_alike_on_every_runner(
         for case in ("not_json", "too_big")
     }
     assert {(e["job"], e["actor"]) for e in dropped} == expected_jobs
-    assert all(e["level"] == "WARNING" and e["reason"] for e in dropped)
+    assert all(e["level"] == "WARNING" and e["error"] for e in dropped)
     for event in dropped:
-        assert by_id[UUID(event["job"])].last_error == f"result dropped: {event['reason']}"
+        assert by_id[UUID(event["job"])].last_error == f"result dropped: {event['error']}"
     assert_no_process_left()
 
 

@@ -38,7 +38,7 @@ async def test_verify_raise_inside_a_worker_error_is_logged_immediately(target, 
                 )
                 assert worker.supervisor is not None  # still running: not at GC time
                 (job,) = await wait_for_states(store, [job_id], {"succeeded"})
-    assert "ConsumerFault" in died[0]["exception"]
+    assert "ConsumerFault" in died[0]["error"]
     assert died[0]["level"] == "error"
     assert job.attempts == 1  # the fault was the consumer's, not the job's: not charged
     assert actors.runs(runs_file) == ["f"]
@@ -58,10 +58,10 @@ async def test_verify_cancelled_worker_is_replaced_and_restart_counter_increment
                 what="the replacement consumer",
             )
             assert victim not in sup.members
-    (scheduled,) = logs.events("worker-restart-scheduled")
+    (scheduled,) = logs.events("consumer-restart-scheduled")
     assert scheduled["delay"] <= 0.1
     assert restarts_total() == before + 1
-    assert "cancelled from outside" in logs.events("worker died")[0]["exception"]
+    assert "cancelled from outside" in logs.events("worker died")[0]["error"]
 
 
 class _Broken:
@@ -232,7 +232,7 @@ async def test_verify_killed_workers_move_both_signals_and_they_recover(target, 
                 what="the alive gauge to recover and restarts to count 2",
             )
     assert len(logs.events("worker died")) == 2
-    assert all(e["exception"] for e in logs.events("worker died"))
+    assert all(e["error"] for e in logs.events("worker died"))
 
 
 async def test_verify_no_work_is_lost_with_handlers_failing_randomly(target, store, runs_file):

@@ -25,6 +25,11 @@ from collections.abc import Callable
 
 from .. import metrics
 from ..backoff import RollingWindow
+from ..events import (
+    PROCESS_POOL_BREAKER_CLOSED,
+    PROCESS_POOL_BREAKER_HALF_OPEN,
+    PROCESS_POOL_BREAKER_OPEN,
+)
 from ..logs import get_logger
 from .causes import DeathReport
 from .changes import Changes
@@ -148,7 +153,7 @@ class PoolBreaker:
     def admit(self, actor: str, job_id: str | None) -> Admission:
         admission = self._breaker.admit()
         if admission is Admission.PROBE:
-            log.warning("process_pool_breaker_half_open", job=actor, job_id=job_id)
+            log.event(PROCESS_POOL_BREAKER_HALF_OPEN, job=job_id, actor=actor)
             self._changes.notify()
         return admission
 
@@ -157,8 +162,8 @@ class PoolBreaker:
         metrics.process_pool_breaks.labels(cause=report.label).inc()
         breaker = self._breaker
         if breaker.record_break():
-            log.critical(
-                "process_pool_breaker_open",
+            log.event(
+                PROCESS_POOL_BREAKER_OPEN,
                 breaks=breaker.recent_breaks,
                 threshold=breaker.threshold,
                 window=breaker.window,
@@ -177,7 +182,7 @@ class PoolBreaker:
 
     def probe_succeeded(self) -> None:
         self._breaker.probe_succeeded()
-        log.warning("process_pool_breaker_closed")
+        log.event(PROCESS_POOL_BREAKER_CLOSED)
         self._set_gauge(False)
         self._changes.notify()
 

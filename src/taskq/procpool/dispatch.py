@@ -18,6 +18,12 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from ..context import JobContext, peek
+from ..events import (
+    PROCESS_POOL_BROKEN,
+    PROCESS_POOL_JOB_CANCELLED,
+    PROCESS_POOL_JOB_TIMED_OUT,
+    PROCESS_POOL_PROCESS_LOST,
+)
 from ..exceptions import (
     BreakerOpen,
     JobCancelled,
@@ -132,7 +138,7 @@ class Dispatcher:
         if job is None or job.slot is None or job.reaped is None or job.cancelled:
             return False
         job.cancelled = True
-        log.warning("process_pool_job_cancelled", job=job.actor, job_id=job_id, pid=job.pid)
+        log.event(PROCESS_POOL_JOB_CANCELLED, job=job_id, actor=job.actor, pid=job.pid)
         self._slots.retire(job.slot, "cancelled", failure=False, hard=True)
         await asyncio.shield(job.reaped)
         return True
@@ -203,10 +209,10 @@ class Dispatcher:
                 await self._report_death(job)
             case TimedOut():
                 self._slots.retire(slot, "timeout", failure=False, hard=True)
-                log.warning(
-                    "process_pool_job_timed_out",
-                    job=job.actor,
-                    job_id=job.job_id,
+                log.event(
+                    PROCESS_POOL_JOB_TIMED_OUT,
+                    job=job.job_id,
+                    actor=job.actor,
                     timeout=job.timeout,
                     pid=job.pid,
                 )
@@ -235,12 +241,12 @@ class Dispatcher:
             self._breaker.probe_succeeded()
 
     def _lost_before_start(self, slot: Slot, job: Job) -> None:
-        log.warning(
-            "process_pool_process_lost",
+        log.event(
+            PROCESS_POOL_PROCESS_LOST,
             pid=slot.pid,
             slot=slot.index,
-            job=job.actor,
-            job_id=job.job_id,
+            job=job.job_id,
+            actor=job.actor,
             detail="the process died before it took the job; trying another one",
         )
         self._slots.retire(slot, "died", failure=True, hard=False)
@@ -262,10 +268,10 @@ class Dispatcher:
                 counter_before=job.oom_before,
             ),
         )
-        log.error(
-            "process_pool_broken",
-            job=job.actor,
-            job_id=job.job_id,
+        log.event(
+            PROCESS_POOL_BROKEN,
+            job=job.job_id,
+            actor=job.actor,
             attempt=job.attempt,
             payload_bytes=job.payload_bytes(),
             pool_generation=job.pool_generation,

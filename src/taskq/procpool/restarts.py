@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 
+from ..events import PROCESS_POOL_RESTART_SCHEDULED, PROCESS_POOL_SLOT_GAVE_UP
 from ..logs import get_logger
 from . import process
 from .breaker import BreakerState, PoolBreaker
@@ -76,16 +77,16 @@ class RestartGate:
             return False
         decision = slot.policy.on_failure()
         if decision.give_up:
-            log.critical(
-                "process_pool_slot_gave_up",
+            log.event(
+                PROCESS_POOL_SLOT_GAVE_UP,
                 slot=slot.index,
                 recent_failures=decision.recent,
                 detail="restart limit reached; the breaker opens",
             )
             self._breaker.trip()
             return True
-        log.info(
-            "process_pool_restart_scheduled",
+        log.event(
+            PROCESS_POOL_RESTART_SCHEDULED,
             slot=slot.index,
             delay=decision.delay,
             consecutive_failures=decision.attempt,

@@ -23,6 +23,14 @@ from multiprocessing.process import BaseProcess
 from typing import cast
 
 from .. import metrics
+from ..events import (
+    PROCESS_POOL_INITIALIZER_FAILED,
+    PROCESS_POOL_PROCESS_LOST,
+    PROCESS_POOL_PROCESS_READY,
+    PROCESS_POOL_RECYCLED,
+    PROCESS_POOL_SLOT_ERROR,
+    PROCESS_POOL_SUPERVISOR_DIED,
+)
 from ..logs import get_logger
 from ..restart import Recovered
 from . import causes, process
@@ -141,9 +149,8 @@ class SlotSupervisor:
         slot.policy.on_success(Recovered.SURVIVED_A_JOB)
         reason = recycle_reason(self._config, slot)
         if reason is not None:
-            metrics.process_pool_recycles.labels(reason=reason).inc()
-            log.info(
-                "process_pool_recycled",
+            log.event(
+                PROCESS_POOL_RECYCLED,
                 reason=reason,
                 pid=slot.pid,
                 slot=slot.index,
@@ -172,7 +179,7 @@ class SlotSupervisor:
                 try:
                     await self._one_life(slot, first)
                 except Exception:
-                    log.exception("process_pool_slot_error", slot=slot.index)
+                    log.event(PROCESS_POOL_SLOT_ERROR, exc_info=True, slot=slot.index)
                     slot.retirement = Retirement("error", failure=True, hard=True)
                     slot.retired.set()
                     await self._stop(slot)
@@ -222,8 +229,8 @@ class SlotSupervisor:
                 slot.state = SlotState.IDLE
                 self._idle.append(slot)
                 self._changes.notify()
-                log.info(
-                    "process_pool_process_ready",
+                log.event(
+                    PROCESS_POOL_PROCESS_READY,
                     pid=slot.pid,
                     slot=slot.index,
                     slot_generation=slot.generation,
@@ -252,8 +259,8 @@ class SlotSupervisor:
             traceback=traceback,
             timeout=self._config.initializer_timeout,
         )
-        log.error(
-            "process_pool_initializer_failed",
+        log.event(
+            PROCESS_POOL_INITIALIZER_FAILED,
             pid=slot.pid,
             slot=slot.index,
             slot_generation=slot.generation,
@@ -273,8 +280,8 @@ class SlotSupervisor:
             return  # starting or busy: the waiting thread sees the death itself
         with contextlib.suppress(ValueError):
             self._idle.remove(slot)
-        log.warning(
-            "process_pool_process_lost",
+        log.event(
+            PROCESS_POOL_PROCESS_LOST,
             pid=slot.pid,
             slot=slot.index,
             detail="the process died while idle; no job was running",
@@ -326,6 +333,4 @@ def _resolve(first: asyncio.Future[None]) -> None:
 
 def _supervisor_done(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
-        log.critical(
-            "process_pool_supervisor_died", task=task.get_name(), exc_info=task.exception()
-        )
+        log.event(PROCESS_POOL_SUPERVISOR_DIED, task=task.get_name(), exc_info=task.exception())

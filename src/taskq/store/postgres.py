@@ -35,6 +35,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from .. import redaction
+from ..events import STORE_LISTEN_FAILED, STORE_MIGRATED
 from ..exceptions import InvalidDSN, SchemaNotMigrated, StoreError, StoreUnavailable
 from ..jobs import (
     ALL_STATES,
@@ -379,8 +380,8 @@ class PostgresStore(PostgresInsight):
                 await conn.execute(Q["record_migration"], {"version": migration.version})
                 applied_now.append(migration.version)
         if applied_now:
-            log.info(
-                "store-migrated", dsn=self.display_dsn, schema=self.schema, versions=applied_now
+            log.event(
+                STORE_MIGRATED, dsn=self.display_dsn, schema=self.schema, versions=applied_now
             )
         return applied_now
 
@@ -922,7 +923,7 @@ class PostgresStore(PostgresInsight):
         try:
             return await self._listener.wait(timeout, lambda notify: notify.payload in wanted)
         except psycopg.Error as exc:
-            log.warning("store-listen-failed", dsn=self.display_dsn, error=_first_line(exc))
+            log.event(STORE_LISTEN_FAILED, dsn=self.display_dsn, error=_first_line(exc))
             await self._listener.close()
             await asyncio.sleep(max(0.0, deadline - time.monotonic()))
             return False

@@ -28,6 +28,7 @@ from queue import SimpleQueue
 from typing import Any, TypeVar, cast, overload
 from uuid import UUID
 
+from ..events import STORE_MIGRATED
 from ..exceptions import SchemaNotMigrated, StoreError, StoreUnavailable
 from ..jobs import (
     ALL_STATES,
@@ -364,7 +365,7 @@ class SqliteStore(SqliteInsight):
     async def migrate(self) -> list[str]:
         applied = await self._run(self._migrate)
         if applied:
-            log.info("store-migrated", dsn=self.display_dsn, versions=applied)
+            log.event(STORE_MIGRATED, dsn=self.display_dsn, versions=applied)
         return applied
 
     def _check_schema(self) -> None:

@@ -2,7 +2,7 @@
 jobs (one or many), pause and resume queues, set their limits.
 
 Every action needs actions enabled, an authenticated caller (``security.who``) and the
-CSRF token; each is logged as ``dashboard.action`` with who did it, from where, and
+CSRF token; each is logged as ``dashboard-action`` with who did it, from where, and
 what it touched. A form's ``next`` (a path on this site) is where the browser goes back
 to, with the outcome in ``done``.
 """
@@ -17,6 +17,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
+from ..events import DASHBOARD_ACTION
 from ..exceptions import TaskqError
 from ..insight import JobFilter
 from ..jobs import CancelResult
@@ -69,7 +70,7 @@ def _ids(form: FormData) -> list[UUID]:
 
 def _log(request: Request, caller: str, action: str, **fields: Any) -> None:
     client = request.client.host if request.client else None
-    log.info("dashboard.action", action=action, who=caller, client=client, **fields)
+    log.event(DASHBOARD_ACTION, action=action, who=caller, client=client, **fields)
 
 
 async def _discard_all_dead(store: Store, queue: str | None) -> int:

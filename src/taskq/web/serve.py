@@ -8,6 +8,7 @@ import os
 
 import uvicorn
 
+from ..events import DASHBOARD_LISTENING, DASHBOARD_UNAUTHENTICATED
 from ..exceptions import ConfigError
 from ..logs import get_logger
 from ..store import create_store
@@ -58,14 +59,14 @@ def serve(
     settings = settings_from_env(allow_actions=allow_actions, dsn=dsn, schema=schema)
     asyncio.run(_check_store(settings))  # StoreUnavailable / SchemaNotMigrated: one line
     if not _loopback(host) and settings.token is None:
-        log.warning(
-            "dashboard.unauthenticated",
+        log.event(
+            DASHBOARD_UNAUTHENTICATED,
             host=host,
             detail=f"anyone who reaches {host}:{port} can read job arguments and errors; "
             f"set {TOKEN_ENV} to require it",
         )
-    log.info(
-        "dashboard.listening",
+    log.event(
+        DASHBOARD_LISTENING,
         url=f"http://{host}:{port}/",
         actions=allow_actions,
         auth="token" if settings.token else "none",

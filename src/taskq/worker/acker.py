@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 from uuid import UUID
 
+from ..events import ACKS_FENCED_OUT, ACKS_NOT_WRITTEN
 from ..exceptions import StoreError
 from ..jobs import ClaimedJob, Outcome
 from ..logs import get_logger
@@ -80,8 +81,8 @@ class Acker:
             await self._write_until_stopped()
         finally:
             if self.pending:
-                log.error(
-                    "acks-not-written",
+                log.event(
+                    ACKS_NOT_WRITTEN,
                     outcomes=len(self._outcomes),
                     give_backs=len(self._give_backs),
                     note="their leases will expire and the sweeper will rescue them",
@@ -112,8 +113,8 @@ class Acker:
                 del self._outcomes[: len(outcomes)]
                 if changed < len(outcomes):
                     self.fenced_out += len(outcomes) - changed
-                    log.warning(
-                        "acks-fenced-out",
+                    log.event(
+                        ACKS_FENCED_OUT,
                         count=len(outcomes) - changed,
                         note="those jobs' leases were taken over; nothing was changed",
                     )

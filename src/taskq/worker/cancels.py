@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from uuid import UUID
 
-from .. import metrics
+from ..events import JOB_CANCEL_FAILED, JOB_CANCEL_OVERDUE, JOB_CANCEL_REQUESTED
 from ..exceptions import StoreError
 from ..jobs import ClaimedJob
 from ..logs import get_logger
@@ -91,10 +91,7 @@ class Cancels:
             if run.requested_at is not None:
                 continue
             run.requested_at = time.monotonic()
-            metrics.job_cancels.labels(run.job.actor, run.runner).inc()
-            log.info(
-                "job-cancel-requested", job=str(job_id), actor=run.job.actor, runner=run.runner
-            )
+            log.event(JOB_CANCEL_REQUESTED, job=str(job_id), actor=run.job.actor, runner=run.runner)
             await self._stop(run)
             stopped.append(job_id)
         return stopped
@@ -106,8 +103,8 @@ class Cancels:
             if run.runner != "async" or run.requested_at is None:
                 continue
             if now - run.requested_at >= self.grace * run.stops:
-                log.warning(
-                    "job-cancel-overdue",
+                log.event(
+                    JOB_CANCEL_OVERDUE,
                     job=str(job_id),
                     actor=run.job.actor,
                     seconds=round(now - run.requested_at, 1),
@@ -127,11 +124,11 @@ class Cancels:
             if inspect.isawaitable(result):
                 await result
         except Exception as exc:  # a runner that cannot be stopped must not stop the watcher
-            log.error(
-                "job-cancel-failed",
+            log.event(
+                JOB_CANCEL_FAILED,
                 job=str(run.job.id),
                 actor=run.job.actor,
-                exception=f"{type(exc).__name__}: {exc}",
+                error=f"{type(exc).__name__}: {exc}",
                 exc_info=exc,
             )
 

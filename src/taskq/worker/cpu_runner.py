@@ -28,6 +28,7 @@ from typing import Any
 from uuid import UUID
 
 from ..blame import blames_job
+from ..events import PROCESS_POOL_STARTED
 from ..exceptions import (
     BreakerOpen,
     JobCancelled,
@@ -84,7 +85,7 @@ class CpuRunner(Stoppable):
         )
         await pool.start()
         self._pool = pool
-        log.info("process_pool_started", size=pool.size)
+        log.event(PROCESS_POOL_STARTED, size=pool.size)
 
     @property
     def excluded_actors(self) -> Sequence[str]:

@@ -22,6 +22,7 @@ from typing import Any
 from uuid import UUID
 
 from .. import metrics
+from ..events import JOBS_GIVEN_BACK
 from ..exceptions import StoreError
 from ..jobs import ClaimedJob
 from ..logs import get_logger
@@ -82,7 +83,7 @@ class Fetcher(Stoppable):
             unstarted = self._buffer.drain()
             if unstarted:
                 self._give_back(unstarted)
-                log.info("jobs-given-back", count=len(unstarted), why="claimed, not started")
+                log.event(JOBS_GIVEN_BACK, count=len(unstarted), why="claimed, not started")
 
     def stop(self, *, hurry: bool = False) -> None:
         """Stop claiming: a wait in hand ends now; a claim in hand is let finish."""

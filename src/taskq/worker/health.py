@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from .. import metrics
+from ..events import HEALTH_SERVER_STARTED
 from ..exceptions import ConfigError
 from ..http import EndpointServer, Response, probe_route
 from ..logs import get_logger
@@ -48,10 +49,10 @@ class HealthServer(Stoppable):
         try:
             if self._socket_path is not None:
                 await self._server.start_unix(self._socket_path)
-                log.info("health-server-started", socket_path=self._socket_path)
+                log.event(HEALTH_SERVER_STARTED, socket_path=self._socket_path)
             elif self._port is not None:
                 self.bound_port = await self._server.start_tcp(self._host, self._port)
-                log.info("health-server-started", host=self._host, port=self.bound_port)
+                log.event(HEALTH_SERVER_STARTED, host=self._host, port=self.bound_port)
         except OSError as exc:
             where = self._socket_path or f"{self._host}:{self._port}"
             raise ConfigError(

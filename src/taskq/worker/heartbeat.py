@@ -16,6 +16,7 @@ are flushed, and the row goes last.
 
 from __future__ import annotations
 
+from ..events import WORKER_UNREGISTER_FAILED
 from ..exceptions import StoreError
 from ..jobs import WorkerInfo
 from ..logs import get_logger
@@ -79,4 +80,4 @@ class Heartbeat(Stoppable):
         try:
             await self.store.unregister_worker(self.info.id)
         except StoreError as exc:
-            log.warning("worker-unregister-failed", worker=str(self.info.id), error=str(exc))
+            log.event(WORKER_UNREGISTER_FAILED, worker_id=str(self.info.id), error=str(exc))

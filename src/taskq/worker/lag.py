@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 from .. import metrics
+from ..events import EVENT_LOOP_BLOCKED
 from ..logs import get_logger
 from .part import Stoppable, StopSignal
 
@@ -63,8 +64,8 @@ class LagMonitor(Stoppable):
             if stalled > self.warn_after and warned_for != last:
                 warned_for = last
                 self.warnings += 1
-                log.warning(
-                    "event-loop-blocked",
+                log.event(
+                    EVENT_LOOP_BLOCKED,
                     blocked_for=round(stalled, 3),
                     running_actors=self._snapshot(),
                 )

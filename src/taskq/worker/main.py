@@ -26,6 +26,7 @@ import os
 import sys
 
 from .. import exit_codes, logs, parentdeath, settings
+from ..events import WORKER_CANNOT_START
 from ..exceptions import TaskqError
 from ..logs import get_logger
 from . import signals
@@ -54,7 +55,7 @@ def run(config: WorkerConfig) -> int:
         # the documented one line for people and scripts, like every `taskq` command;
         # under JSON logs the event too, for whatever collects them (a workgroup's pumps)
         if logs.is_json():
-            log.error("worker-cannot-start", reason=str(exc), error=type(exc).__name__)
+            log.event(WORKER_CANNOT_START, error=str(exc), error_type=type(exc).__name__)
         print(f"taskq: {exc}", file=sys.stderr, flush=True)
         return exit_codes.CANNOT_START
 

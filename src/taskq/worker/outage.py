@@ -11,16 +11,17 @@ from __future__ import annotations
 import time
 
 from ..backoff import Backoff
+from ..events import STORE_RECOVERED, STORE_UNAVAILABLE
 from ..logs import get_logger
 
 log = get_logger(__name__)
 
 
 class StoreBackoff:
-    """Delays for retrying one component's store calls through an outage."""
+    """Delays for retrying one part's store calls through an outage."""
 
-    def __init__(self, component: str, *, initial: float = 0.05, maximum: float = 2.0) -> None:
-        self.component = component
+    def __init__(self, part: str, *, initial: float = 0.05, maximum: float = 2.0) -> None:
+        self.part = part
         self._backoff = Backoff(initial=initial, maximum=maximum)  # no limit, no give-up
         self._down_since: float | None = None
         self._failures = 0
@@ -34,9 +35,9 @@ class StoreBackoff:
         self._failures += 1
         if self._down_since is None:
             self._down_since = time.monotonic()
-            log.warning(
-                "store-unavailable",
-                component=self.component,
+            log.event(
+                STORE_UNAVAILABLE,
+                part=self.part,
                 error=f"{type(exc).__name__}: {exc}",
             )
         return self._backoff.failed()
@@ -44,9 +45,9 @@ class StoreBackoff:
     def succeeded(self) -> None:
         """A call went through: end the outage (logged once) and reset the backoff."""
         if self._down_since is not None:
-            log.info(
-                "store-recovered",
-                component=self.component,
+            log.event(
+                STORE_RECOVERED,
+                part=self.part,
                 down_for=round(time.monotonic() - self._down_since, 3),
                 attempts=self._failures,
             )

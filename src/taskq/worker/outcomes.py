@@ -20,7 +20,7 @@ import random
 import traceback
 from typing import Any
 
-from .. import metrics
+from ..events import JOB_DEAD, JOB_RESULT_DROPPED, JOB_RETRY_SCHEDULED
 from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
 from ..logs import get_logger
 from ..payload import encode_result
@@ -73,7 +73,7 @@ def result_dropped(job: ClaimedJob, why: str) -> Outcome:
     """The job ran but its result cannot be stored: ``succeeded``, no result, the reason
     in ``last_error``. Never a failure: its side effects happened; a retry would repeat
     them. The same for every runner (async, sync, cpu_bound)."""
-    log.warning("job-result-dropped", job=str(job.id), actor=job.actor, reason=why)
+    log.event(JOB_RESULT_DROPPED, job=str(job.id), actor=job.actor, error=why)
     return Outcome(
         job.id, job.attempt, OutcomeKind.SUCCEEDED, error=f"{RESULT_DROPPED_NOTE}: {why}"
     )
@@ -83,8 +83,8 @@ def failed(job: ClaimedJob, error: str, backoff: RetryBackoff) -> Outcome:
     """A clean failure (exception, timeout): retry with full jitter or give up."""
     if job.attempt < job.max_attempts:
         delay = random.random() * backoff.ceiling(job.attempt)
-        log.warning(
-            "job-retry-scheduled",
+        log.event(
+            JOB_RETRY_SCHEDULED,
             job=str(job.id),
             actor=job.actor,
             attempt=job.attempt,
@@ -109,9 +109,8 @@ def snoozed(job: ClaimedJob, seconds: float, max_snoozes: int) -> Outcome:
 
 
 def dead(job: ClaimedJob, reason: str, error: str) -> Outcome:
-    metrics.pool_items_dead_lettered.labels(job.actor, reason).inc()
-    log.warning(
-        "job-dead",
+    log.event(
+        JOB_DEAD,
         job=str(job.id),
         actor=job.actor,
         reason=reason,

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..events import PART_STOP_TIMED_OUT, WORKER_PART_DIED
 from ..logs import get_logger
 
 log = get_logger(__name__)
@@ -181,8 +182,8 @@ class Parts:
             part.stop(hurry=self._hurried)
             done, _ = await asyncio.wait({task}, timeout=part.stop_timeout)
             if not done:
-                log.warning(
-                    "part-stop-timed-out",
+                log.event(
+                    PART_STOP_TIMED_OUT,
                     part=part.name,
                     timeout=part.stop_timeout,
                     note="cancelled",
@@ -191,11 +192,11 @@ class Parts:
                 await asyncio.gather(task, return_exceptions=True)
             elif not entry.reported and not task.cancelled() and task.exception() is not None:
                 exc = task.exception()
-                log.error(
-                    "worker-component-died",
-                    component=part.name,
+                log.event(
+                    WORKER_PART_DIED,
+                    part=part.name,
                     during="shutdown",
-                    exception=f"{type(exc).__name__}: {exc}",
+                    error=f"{type(exc).__name__}: {exc}",
                     exc_info=exc,
                 )
             entry.state = PartState.STOPPED

@@ -19,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import metrics
 from ..context import JobContext, running
+from ..events import SYNC_JOB_TIMED_OUT
 from ..exceptions import JobTimedOut, Snooze
 from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
 from ..logs import get_logger
@@ -75,10 +76,8 @@ class Executor:
         *,
         cancels: Cancels | None = None,
         solo: Solo | None = None,
-        in_thread: Callable[[ClaimedJob, Callable[..., Any]], Callable[..., Any]] | None = None,
     ) -> None:
         self._cancels = cancels
-        self._in_thread = in_thread  # wraps a sync actor's function (thread middleware)
         self._solo = solo or Solo()
         self._threads = threads
         self._cpu = cpu
@@ -229,8 +228,7 @@ class Executor:
     async def _run_sync(
         self, job: ClaimedJob, actor: AnyActor, args: list[Any], kwargs: dict[str, Any]
     ) -> Any:
-        fn = actor.fn if self._in_thread is None else self._in_thread(job, actor.fn)
-        future = self._threads.submit(fn, args, kwargs)
+        future = self._threads.submit(actor.fn, args, kwargs)
         if actor.timeout is None:
             return await future
         try:
@@ -238,8 +236,8 @@ class Executor:
         except TimeoutError:
             if not future.cancelled():
                 raise
-            log.warning(
-                "sync-job-timed-out",
+            log.event(
+                SYNC_JOB_TIMED_OUT,
                 job=str(job.id),
                 actor=actor.name,
                 timeout=actor.timeout,

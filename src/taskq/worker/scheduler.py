@@ -21,6 +21,12 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 from ..client import AsyncClient
+from ..events import (
+    PERIODIC_ENQUEUED,
+    PERIODIC_TICKS_MISSED,
+    SCHEDULER_LOOK_FAILED,
+    SCHEDULER_STARTED,
+)
 from ..exceptions import TaskqError
 from ..jobs import ALL_STATES
 from ..logs import get_logger
@@ -74,7 +80,7 @@ class Scheduler(Stoppable):
 
     async def start(self) -> None:
         await self._store.record_schedules([s.describe() for s in self._schedules], self._clock())
-        log.info("scheduler-started", schedules=[s.name for s in self._schedules])
+        log.event(SCHEDULER_STARTED, schedules=[s.name for s in self._schedules])
 
     async def run(self) -> None:
         while not self._stopped:
@@ -82,7 +88,7 @@ class Scheduler(Stoppable):
             try:
                 await self.look()
             except TaskqError as exc:
-                log.warning("scheduler-look-failed", error=f"{type(exc).__name__}: {exc}")
+                log.event(SCHEDULER_LOOK_FAILED, error=f"{type(exc).__name__}: {exc}")
                 wait = RETRY_AFTER_FAILURE
             now = self._clock()
             upcoming = min((s.next_after(now) for s in self._schedules), default=None)
@@ -105,8 +111,8 @@ class Scheduler(Stoppable):
             for tick in due.enqueue:
                 enqueued.append(await self._enqueue(schedule, tick))
             if due.skipped:
-                log.warning(
-                    "periodic-ticks-missed",
+                log.event(
+                    PERIODIC_TICKS_MISSED,
                     schedule=schedule.name,
                     skipped=due.skipped,
                     policy=schedule.missed.value,
@@ -127,8 +133,8 @@ class Scheduler(Stoppable):
             meta={"periodic": schedule.name, "tick": tick.isoformat()},
         )
         duplicate = job_id.duplicate
-        log.info(
-            "periodic-enqueued",
+        log.event(
+            PERIODIC_ENQUEUED,
             schedule=schedule.name,
             tick=tick.isoformat(),
             job=str(job_id),

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Awaitable, Callable
 
 from .. import parentdeath
+from ..events import CREDENTIALS_FILE_CHANGED, PARENT_DEATH_SIGNAL_UNAVAILABLE, PARENT_GONE
 from ..logs import get_logger
 
 log = get_logger(__name__)
@@ -54,7 +55,7 @@ def set_parent_death_signal() -> bool:
         return False
     why_not = parentdeath.set_parent_death_signal(signal.SIGTERM)
     if why_not is not None:
-        log.warning("parent-death-signal-unavailable", error=why_not)
+        log.event(PARENT_DEATH_SIGNAL_UNAVAILABLE, error=why_not)
         return False
     return True
 
@@ -68,7 +69,7 @@ async def reload_periodically(
         await asyncio.sleep(interval)
         current = _read(path)
         if current is not None and current != last:
-            log.info("credentials-file-changed", dsn_file=path)
+            log.event(CREDENTIALS_FILE_CHANGED, dsn_file=path)
             if await reload():
                 last = current
 
@@ -87,5 +88,5 @@ async def watch_parent(
     """Call ``on_gone`` once when our parent process is no longer ``parent_pid``."""
     while os.getppid() == parent_pid:  # noqa: ASYNC110 (nothing to wait on)
         await asyncio.sleep(interval)
-    log.warning("parent-gone", parent_pid=parent_pid, now_parent=os.getppid())
+    log.event(PARENT_GONE, parent_pid=parent_pid, now_parent=os.getppid())
     on_gone("parent-gone")

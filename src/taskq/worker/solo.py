@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from ..events import JOB_WAITS_TO_RUN_ALONE
 from ..jobs import ClaimedJob
 from ..logs import get_logger
 
@@ -67,7 +68,7 @@ class Solo:
         try:
             async with self._changed:
                 if self._running:
-                    log.info("job-waits-to-run-alone", job=str(job.id), actor=job.actor)
+                    log.event(JOB_WAITS_TO_RUN_ALONE, job=str(job.id), actor=job.actor)
                 await self._changed.wait_for(lambda: self._running == 0)
                 self._running += 1
             try:

@@ -25,6 +25,13 @@ import functools
 from collections.abc import Awaitable, Callable
 
 from .. import metrics
+from ..events import (
+    CONSUMER_GAVE_UP,
+    CONSUMER_RESTART_SCHEDULED,
+    CONSUMER_RESTARTED,
+    CRASH_LOOP_GUARD_TRIPPED,
+    WORKER_DIED,
+)
 from ..exceptions import CrashLoop
 from ..logs import get_logger
 from ..restart import Recovered, RestartPolicy
@@ -73,11 +80,11 @@ class TaskSupervisor:
         )
         task = asyncio.create_task(consumer.run(), name=f"taskq-consumer-{index}")
         self.members[task] = consumer
-        metrics.pool_workers_alive.set(len(self.members))
+        metrics.consumers_alive.set(len(self.members))
 
     async def start(self) -> None:
         """Start ``size`` consumers."""
-        metrics.pool_workers_configured.set(self.size)
+        metrics.consumers_configured.set(self.size)
         for index in range(self.size):
             self._spawn(index)
 
@@ -130,7 +137,7 @@ class TaskSupervisor:
     def _died(self, task: asyncio.Task[None]) -> bool:
         """A consumer ended; True when the crash-loop guard trips."""
         consumer = self.members.pop(task)
-        metrics.pool_workers_alive.set(len(self.members))
+        metrics.consumers_alive.set(len(self.members))
         if self.stopping:
             _log_end_during_shutdown(task, consumer)
             return False
@@ -140,10 +147,10 @@ class TaskSupervisor:
         else:
             exc = task.exception()
             reason = f"{type(exc).__name__}: {exc}" if exc else "returned unexpectedly"
-        log.error(
-            "worker died",
+        log.event(
+            WORKER_DIED,
             consumer=consumer.index,
-            exception=reason,
+            error=reason,
             alive=len(self.members),
             exc_info=exc,
         )
@@ -151,8 +158,8 @@ class TaskSupervisor:
         decision = policy.on_failure()
         if decision.give_up:
             self.gave_up.add(consumer.index)
-            log.error(
-                "consumer-gave-up",
+            log.event(
+                CONSUMER_GAVE_UP,
                 consumer=consumer.index,
                 restarts_in_window=decision.recent,
                 window_seconds=policy.burst_window,
@@ -162,8 +169,8 @@ class TaskSupervisor:
             )
             if len(self.gave_up) < self.size:
                 return False
-            log.critical(
-                "crash-loop-guard-tripped",
+            log.event(
+                CRASH_LOOP_GUARD_TRIPPED,
                 consumers=self.size,
                 restarts_in_window=decision.recent,
                 window_seconds=policy.burst_window,
@@ -172,8 +179,8 @@ class TaskSupervisor:
             )
             self.stopping = True
             return True
-        log.warning(
-            "worker-restart-scheduled",
+        log.event(
+            CONSUMER_RESTART_SCHEDULED,
             consumer=consumer.index,
             delay=round(decision.delay, 4),
             attempt=decision.attempt,
@@ -188,9 +195,8 @@ class TaskSupervisor:
         if self.stopping:
             return
         self.restarts += 1
-        metrics.pool_worker_restarts.inc()
         self._spawn(index)
-        log.info("worker-restarted", consumer=index, alive=len(self.members))
+        log.event(CONSUMER_RESTARTED, consumer=index, alive=len(self.members))
 
     async def _wind_down(self) -> None:
         """Cancel idle consumers, give busy ones ``grace`` seconds, then cancel the rest."""
@@ -232,10 +238,10 @@ def _log_end_during_shutdown(task: asyncio.Task[None], consumer: Consumer) -> No
         return  # expected: shutdown cancels consumers
     exc = task.exception()
     if exc is not None:
-        log.error(
-            "worker died",
+        log.event(
+            WORKER_DIED,
             consumer=consumer.index,
             during="shutdown",
-            exception=f"{type(exc).__name__}: {exc}",
+            error=f"{type(exc).__name__}: {exc}",
             exc_info=exc,
         )

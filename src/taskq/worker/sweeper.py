@@ -33,7 +33,14 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from .. import metrics
+from ..events import (
+    AUTOVACUUM_OFF,
+    AUTOVACUUM_OFF_VACUUMING,
+    JOB_RESCUED,
+    JOBS_PRUNED,
+    JOBS_VACUUM_FAILED,
+    JOBS_VACUUMED,
+)
 from ..exceptions import StoreError, StoreUnavailable
 from ..insight import VacuumOutcome
 from ..jobs import JobState, RescuedJob
@@ -54,14 +61,12 @@ def count_rescued(rescued: Sequence[RescuedJob], detected_by: str) -> None:
             result = str(job.state)
         else:
             result = job.dead_reason or "dead"
-        metrics.jobs_rescued.labels(detected_by, result).inc()
-        if job.state == JobState.DEAD:
-            metrics.pool_items_dead_lettered.labels(job.actor, job.dead_reason or "crashed").inc()
-        log.warning(
-            "job-rescued",
+        log.event(
+            JOB_RESCUED,
             job=str(job.id),
             actor=job.actor,
             detected_by=detected_by,
+            result=result,
             state=job.state,
             dead_reason=job.dead_reason,
             crash_count=job.crash_count,
@@ -148,7 +153,7 @@ class Sweeper(Stoppable):
             cancelled_before=before(self.retention_cancelled),
         )
         if jobs or workers:
-            log.info("pruned", jobs=jobs, worker_rows=workers)
+            log.event(JOBS_PRUNED, jobs=jobs, worker_rows=workers)
 
     async def check_autovacuum(self) -> None:
         """Once: say so when autovacuum never reaches the jobs table, and decide whether
@@ -163,8 +168,8 @@ class Sweeper(Stoppable):
         )
         if self.vacuum_after_prune and state.can_vacuum:
             self.vacuuming = True
-            log.info(
-                "autovacuum-off",
+            log.event(
+                AUTOVACUUM_OFF_VACUUMING,
                 table=state.table,
                 problem=state.problem,
                 handling=f"this worker VACUUMs {state.table} after each prune pass "
@@ -178,8 +183,8 @@ class Sweeper(Stoppable):
                 "the table's or the database's owner, or from Postgres 17 the MAINTAIN "
                 "privilege)"
             )
-        log.warning(
-            "autovacuum-off",
+        log.event(
+            AUTOVACUUM_OFF,
             table=state.table,
             problem=f"{state.problem}: {consequence}",
             fix=state.fix,
@@ -194,14 +199,14 @@ class Sweeper(Stoppable):
         except StoreUnavailable:
             raise  # an outage: the sweeper backs off as for any other call
         except StoreError as exc:
-            log.warning("vacuum-failed", error=str(exc), note="tried again after the next prune")
+            log.event(JOBS_VACUUM_FAILED, error=str(exc), note="tried again after the next prune")
             return
         if result.outcome is VacuumOutcome.VACUUMED:
-            log.info("vacuumed", seconds=round(time.monotonic() - started, 3))
+            log.event(JOBS_VACUUMED, seconds=round(time.monotonic() - started, 3))
         elif result.outcome is VacuumOutcome.REFUSED:
             self.vacuuming = False
-            log.warning(
-                "vacuum-failed",
+            log.event(
+                JOBS_VACUUM_FAILED,
                 error=result.message,
                 note="this worker vacuums no more; see the autovacuum-off fix",
             )

@@ -18,7 +18,7 @@ the fetcher's connections open (``store.warm_up``), then start the parts (``part
     fetcher    claims                               (stopped first)
 
 ``part.Parts`` owns every part's ``run`` task: if one ends before a stop was asked for,
-the worker logs it (``worker-component-died``, critical) and shuts down with exit code 4
+the worker logs it (``worker-part-died``, error) and shuts down with exit code 4
 (3 when it was the consumers' crash-loop guard, ``CrashLoop``).
 
 Stop (``request_stop``: SIGTERM/SIGINT, a vanished parent, the crash-loop guard):
@@ -45,6 +45,18 @@ from typing import Any
 from uuid import UUID
 
 from .. import exit_codes
+from ..events import (
+    ACTOR_CONFIG_UPDATED,
+    CREDENTIALS_RELOAD_FAILED,
+    CREDENTIALS_RELOADED,
+    QUEUES_WITHOUT_ACTORS,
+    WORKER_PART_DIED,
+    WORKER_STARTED,
+    WORKER_STOP_HURRIED,
+    WORKER_STOPPED,
+    WORKER_STOPPING,
+    WORKER_TASK_FAILED,
+)
 from ..exceptions import ActorConfigDrift, ConfigError, CrashLoop, TaskqError
 from ..ids import uuid7
 from ..jobs import ClaimedJob, WorkerInfo
@@ -148,23 +160,23 @@ class Worker:
         self._reload_lock: asyncio.Lock | None = None
 
     # -- control ----------------------------------------------------------------------
-    def request_stop(self, reason: str = "requested", *, immediate: bool = False) -> None:
-        """Begin a graceful shutdown; a second request (or ``immediate``) skips the grace."""
+    def request_stop(self, reason: str = "requested", *, hurry: bool = False) -> None:
+        """Begin a graceful shutdown; a second request (or ``hurry``) skips the grace."""
         self._stop_requests += 1
         if self._stop_event is None:  # not running yet: stop right after starting
             self._stop_reason = self._stop_reason or reason
             return
         if self._stop_reason is None:
             self._stop_reason = reason
-            log.info(
-                "worker-stopping",
-                worker=str(self.id),
+            log.event(
+                WORKER_STOPPING,
+                worker_id=str(self.id),
                 reason=reason,
                 grace=self.config.shutdown_grace,
             )
             self._stop_event.set()
-        if (immediate or self._stop_requests > 1) and self._parts is not None:
-            log.info("worker-stop-hurried", worker=str(self.id), reason=reason)
+        if (hurry or self._stop_requests > 1) and self._parts is not None:
+            log.event(WORKER_STOP_HURRIED, worker_id=str(self.id), reason=reason)
             self._stop_requests = max(self._stop_requests, 2)
             self._parts.hurry()
 
@@ -175,9 +187,9 @@ class Worker:
     async def reload_credentials(self) -> bool:
         path = os.environ.get("TASKQ_DSN_FILE")
         if not path:
-            log.warning(
-                "credentials-reload-failed",
-                reason="TASKQ_DSN_FILE is not set; "
+            log.event(
+                CREDENTIALS_RELOAD_FAILED,
+                error="TASKQ_DSN_FILE is not set; "
                 "nothing to re-read (the current connections are kept)",
             )
             return False
@@ -192,13 +204,13 @@ class Worker:
                 for store in self._stores():
                     await store.reconnect(dsn)
             except Exception as exc:  # any failure keeps the old pool; never exit on SIGHUP
-                log.error(
-                    "credentials-reload-failed",
-                    reason=f"{type(exc).__name__}: {exc}",
+                log.event(
+                    CREDENTIALS_RELOAD_FAILED,
+                    error=f"{type(exc).__name__}: {exc}",
                     dsn_file=path,
                 )
                 return False
-        log.info("credentials-reloaded", dsn=redact(dsn), dsn_file=path)
+        log.event(CREDENTIALS_RELOADED, dsn=redact(dsn), dsn_file=path)
         return True
 
     def _stores(self) -> list[Store]:
@@ -218,10 +230,10 @@ class Worker:
         self._owned.discard(task)
         if not task.cancelled() and task.exception() is not None:
             exc = task.exception()
-            log.error(
-                "worker-task-failed",
+            log.event(
+                WORKER_TASK_FAILED,
                 task=task.get_name(),
-                exception=f"{type(exc).__name__}: {exc}",
+                error=f"{type(exc).__name__}: {exc}",
                 exc_info=exc,
             )
 
@@ -241,8 +253,8 @@ class Worker:
         self.queues = list(config.queues) or sorted(registry.queues)
         idle = sorted(set(self.queues) - registry.queues)
         if idle:
-            log.warning(
-                "queues-without-actors",
+            log.event(
+                QUEUES_WITHOUT_ACTORS,
                 queues=idle,
                 note="jobs there are dead/unknown_actor unless they name one of ours",
             )
@@ -280,7 +292,7 @@ class Worker:
                 + " (start with --force-update-actor-config to overwrite it)"
             )
         if differences:
-            log.warning("actor-config-updated", differences=differences)
+            log.event(ACTOR_CONFIG_UPDATED, differences=differences)
 
     def _build(
         self, store: Store, hb_store: Store, registry: Registry, middleware: list[Middleware]
@@ -302,16 +314,10 @@ class Worker:
         cpu = CpuRunner(config, needed=any(actor.cpu_bound for actor in registry))
         cancels = Cancels()
         solo = Solo()  # jobs blamed for a shared death re-run with nothing beside them
-        chain = MiddlewareChain(middleware)
         executor = Executor(
-            registry,
-            threads,
-            cpu,
-            config.result_max_bytes,
-            cancels=cancels,
-            solo=solo,
-            in_thread=chain.in_thread if chain.has_thread_hooks else None,
+            registry, threads, cpu, config.result_max_bytes, cancels=cancels, solo=solo
         )
+        chain = MiddlewareChain(middleware)
         buffer = JobBuffer(self.concurrency, config.prefetch)
         acker = self.acker = Acker(store, self.id)
         heartbeat = self.heartbeat = Heartbeat(
@@ -390,9 +396,9 @@ class Worker:
         assert stop_event is not None  # set by run()
         try:
             await parts.start()
-            log.info(
-                "worker-started",
-                worker=str(self.id),
+            log.event(
+                WORKER_STARTED,
+                worker_id=str(self.id),
                 pid=os.getpid(),
                 queues=self.queues,
                 concurrency=self.concurrency,
@@ -412,9 +418,9 @@ class Worker:
             for task in list(self._owned):
                 task.cancel()
             await asyncio.gather(*self._owned, return_exceptions=True)
-        log.info(
-            "worker-stopped",
-            worker=str(self.id),
+        log.event(
+            WORKER_STOPPED,
+            worker_id=str(self.id),
             exit_code=self.exit_code,
             reason=self._stop_reason,
         )
@@ -428,10 +434,10 @@ class Worker:
                 self._stop_reason = self._stop_reason or "crash-loop-guard"
                 continue
             exc = part.error
-            log.critical(
-                "worker-component-died",
-                component=part.name,
-                exception=f"{type(exc).__name__}: {exc}" if exc else "ended",
+            log.event(
+                WORKER_PART_DIED,
+                part=part.name,
+                error=f"{type(exc).__name__}: {exc}" if exc else "ended",
                 exc_info=exc,
             )
             self.exit_code = exit_codes.COMPONENT_FAILED

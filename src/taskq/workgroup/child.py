@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from uuid import UUID
 
+from ..events import WORKER_STARTED
 from ..parentdeath import SUPERVISOR_PID_ENV
 from ..restart import RestartPolicy
 from .config import Pruning, SupervisorConfig, WorkerSpec, health_socket_path
@@ -25,7 +26,7 @@ from .config import Pruning, SupervisorConfig, WorkerSpec, health_socket_path
 #: the bounded read of the pumps: a longer line is forwarded in pieces this big
 PIPE_LIMIT = 64 * 1024
 #: the event a worker logs once its signal handlers are in place
-WORKER_STARTED_EVENT = "worker-started"
+WORKER_STARTED_EVENT = WORKER_STARTED.name
 
 
 class ChildState(enum.StrEnum):

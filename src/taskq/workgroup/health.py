@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Callable
 from uuid import UUID
 
+from ..events import WORKGROUP_HEALTH_QUERY_FAILED
 from ..logs import get_logger
 from ..store import Store
 from .config import HealthConfig
@@ -60,8 +61,8 @@ async def watch(
         except Exception as exc:
             failures += 1
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            log.warning(
-                "workgroup.health_query_failed",
+            log.event(
+                WORKGROUP_HEALTH_QUERY_FAILED,
                 worker=name,
                 child_pid=pid,
                 error=error,

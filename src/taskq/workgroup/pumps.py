@@ -24,6 +24,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from ..events import WORKGROUP_STREAM_DRAIN_FAILED, WORKGROUP_STREAM_PUMP_FAILED
 from ..logs import _FIELDS, get_logger
 
 log = get_logger(__name__)
@@ -162,8 +163,8 @@ async def pump(
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        log.error(
-            "workgroup.stream_pump_failed",
+        log.event(
+            WORKGROUP_STREAM_PUMP_FAILED,
             worker=worker,
             stream=stream,
             child_pid=pid,
@@ -175,8 +176,8 @@ async def pump(
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.error(
-                "workgroup.stream_drain_failed",
+            log.event(
+                WORKGROUP_STREAM_DRAIN_FAILED,
                 worker=worker,
                 stream=stream,
                 child_pid=pid,

@@ -25,6 +25,11 @@ from typing import Any
 from uuid import UUID
 
 from .. import metrics
+from ..events import (
+    WORKGROUP_BACKLOG_METRICS,
+    WORKGROUP_FLEET_REPORT_FAILED,
+    WORKGROUP_FLEET_REPORT_RECOVERED,
+)
 from ..exceptions import TaskqError
 from ..insight import QueueDepth
 from ..logs import get_logger
@@ -105,8 +110,8 @@ class FleetReporter:
         except (TaskqError, OSError, TimeoutError) as exc:
             self._lead(False)
             if not self._failing:
-                log.warning(
-                    "workgroup.fleet_report_failed",
+                log.event(
+                    WORKGROUP_FLEET_REPORT_FAILED,
                     error=(exc.message if isinstance(exc, TaskqError) else str(exc))
                     or type(exc).__name__,
                     detail="backlog metrics and the dashboard's view of this workgroup "
@@ -115,7 +120,7 @@ class FleetReporter:
             self._failing = True
             return
         if self._failing:
-            log.info("workgroup.fleet_report_recovered")
+            log.event(WORKGROUP_FLEET_REPORT_RECOVERED)
         self._failing = False
 
     async def _report(self, store: Store) -> None:
@@ -130,7 +135,7 @@ class FleetReporter:
 
     def _lead(self, leading: bool) -> None:
         if leading != self._leading:
-            log.info("workgroup.backlog_metrics", leader=leading)
+            log.event(WORKGROUP_BACKLOG_METRICS, leader=leading)
         self._leading = leading
         metrics.backlog_leader.set(float(leading))
         if not leading:

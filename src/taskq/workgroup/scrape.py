@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from .. import metrics
+from ..events import WORKGROUP_CHILD_METRICS_UNREADABLE, WORKGROUP_CHILD_SCRAPE_FAILED
 from ..logs import get_logger
 
 log = get_logger(__name__)
@@ -66,9 +67,7 @@ async def _one(name: str, path: str) -> tuple[str, bytes | None]:
     try:
         return name, await asyncio.wait_for(fetch_unix(path), SCRAPE_TIMEOUT)
     except (OSError, TimeoutError, ValueError) as exc:
-        log.debug(
-            "workgroup.child_scrape_failed", worker=name, error=str(exc) or type(exc).__name__
-        )
+        log.event(WORKGROUP_CHILD_SCRAPE_FAILED, worker=name, error=str(exc) or type(exc).__name__)
         return name, None
 
 
@@ -104,7 +103,7 @@ class MergedMetrics:
             try:
                 families = list(text_string_to_metric_families(text.decode("utf-8")))
             except ValueError as exc:
-                log.warning("workgroup.child_metrics_unreadable", worker=worker, error=str(exc))
+                log.event(WORKGROUP_CHILD_METRICS_UNREADABLE, worker=worker, error=str(exc))
                 continue
             for family in _labelled(families, worker):
                 known = merged.get(family.name)

@@ -24,6 +24,32 @@ from uuid import UUID
 
 from .. import exit_codes, metrics
 from ..blame import blames_job
+from ..events import (
+    WORKGROUP_BURST_LIMIT_EXCEEDED,
+    WORKGROUP_CHILD_EXITED,
+    WORKGROUP_CHILD_STARTED,
+    WORKGROUP_CHILD_STOPPED,
+    WORKGROUP_CHILD_UNHEALTHY,
+    WORKGROUP_CONFIG_WARNING,
+    WORKGROUP_EVENT_HOOK_FAILED,
+    WORKGROUP_HEALTH_WATCH_FAILED,
+    WORKGROUP_HTTP_LISTENING,
+    WORKGROUP_JOBS_RESCUED,
+    WORKGROUP_KILLING_CHILDREN,
+    WORKGROUP_RELOAD_IGNORED,
+    WORKGROUP_RELOAD_SIGNAL,
+    WORKGROUP_RESCUE_FAILED,
+    WORKGROUP_RESCUE_SKIPPED,
+    WORKGROUP_RESTART_SCHEDULED,
+    WORKGROUP_SIGNAL_RECEIVED,
+    WORKGROUP_SPAWN_FAILED,
+    WORKGROUP_STARTED,
+    WORKGROUP_STOPPED,
+    WORKGROUP_STOPPING,
+    WORKGROUP_STORE_OPENED,
+    WORKGROUP_STORE_UNAVAILABLE,
+    WORKGROUP_STREAM_NOT_CLOSED,
+)
 from ..exceptions import TaskqError, WorkgroupStartError
 from ..ids import uuid7
 from ..logs import get_logger
@@ -115,7 +141,7 @@ class Supervisor:
             status=self.status, ready=self.readiness, children=self._child_sockets
         )
         self._stop = asyncio.Event()
-        self._force = asyncio.Event()
+        self._hurry = asyncio.Event()
         self._running = False
 
     # -- public ---------------------------------------------------------------------------
@@ -128,16 +154,16 @@ class Supervisor:
     def stopping(self) -> bool:
         return self._stop.is_set()
 
-    def request_stop(self, *, force: bool = False) -> None:
-        """Begin the graceful shutdown; a second call (or ``force``) kills at once."""
-        if self._stop.is_set() or force:
-            self._force.set()
+    def request_stop(self, *, hurry: bool = False) -> None:
+        """Begin the graceful shutdown; a second call (or ``hurry``) kills at once."""
+        if self._stop.is_set() or hurry:
+            self._hurry.set()
         self._stop.set()
 
     def reload(self) -> int:
         """Forward SIGHUP to every living child; return how many got it."""
         if self.stopping:
-            log.info("workgroup-reload-ignored", reason="shutting down")
+            log.event(WORKGROUP_RELOAD_IGNORED, reason="shutting down")
             return 0
         sent, skipped = [], []
         for child in self.children:
@@ -151,7 +177,7 @@ class Supervisor:
                 sent.append(child.name)
             else:
                 skipped.append(child.name)
-        log.info("workgroup-reload-signal", children=len(sent), workers=sent, skipped=skipped)
+        log.event(WORKGROUP_RELOAD_SIGNAL, children=len(sent), workers=sent, skipped=skipped)
         self._emit("reload_signal", None, children=len(sent), workers=sent, skipped=skipped)
         return len(sent)
 
@@ -194,16 +220,16 @@ class Supervisor:
                         f"cannot serve HTTP on port {self.config.supervisor.http_port}: "
                         f"{exc.strerror or exc}"
                     ) from None
-                log.info("workgroup.http_listening", port=port, host=self._http_host)
+                log.event(WORKGROUP_HTTP_LISTENING, port=port, host=self._http_host)
             for warning in warnings_for(self.config, None):  # the grace arithmetic
-                log.warning("workgroup.config_warning", warning=warning)
+                log.event(WORKGROUP_CONFIG_WARNING, warning=warning)
             metrics.workgroup_children_configured.set(len(self.children))
             for child in self.children:  # every series exists from the first scrape
                 for reason in RESTART_REASONS:
                     metrics.workgroup_child_restarts.labels(worker=child.name, reason=reason)
             self._refresh_gauges()
-            log.info(
-                "workgroup.started",
+            log.event(
+                WORKGROUP_STARTED,
                 instance=str(self.instance),
                 config=self.config.path,
                 workers=[c.name for c in self.children],
@@ -231,7 +257,7 @@ class Supervisor:
                 except OSError:
                     pass
             self._refresh_gauges()
-        log.info("workgroup.stopped", instance=str(self.instance))
+        log.event(WORKGROUP_STOPPED, instance=str(self.instance))
         self._emit("stopped", None)
         return exit_codes.OK
 
@@ -243,7 +269,7 @@ class Supervisor:
         try:
             self._on_event(SupervisionEvent(kind, worker, fields))
         except Exception:
-            log.exception("workgroup.event_hook_failed", kind=kind)
+            log.event(WORKGROUP_EVENT_HOOK_FAILED, exc_info=True, kind=kind)
 
     def _refresh_gauges(self) -> None:
         metrics.workgroup_children_alive.set(sum(1 for c in self.children if c.alive))
@@ -277,8 +303,8 @@ class Supervisor:
 
     def _on_stop_signal(self, sig: signal.Signals) -> None:
         second = self._stop.is_set()
-        log.warning(
-            "workgroup.signal_received",
+        log.event(
+            WORKGROUP_SIGNAL_RECEIVED,
             signal=sig.name,
             action="kill children now" if second else "graceful shutdown",
         )
@@ -309,14 +335,14 @@ class Supervisor:
                 raise WorkgroupStartError(
                     f"the health-check store could not be opened: {message}"
                 ) from None
-            log.warning(
-                "workgroup.store_unavailable",
+            log.event(
+                WORKGROUP_STORE_UNAVAILABLE,
                 error=message,
                 detail="dead children's jobs will be rescued by lease expiry",
             )
             return
         self.store = store
-        log.info("workgroup.store_opened", dsn=store.display_dsn)
+        log.event(WORKGROUP_STORE_OPENED, dsn=store.display_dsn)
 
     async def _store_for_report(self) -> Store | None:
         """The store for the fleet report: opened again at most once a minute while it
@@ -347,16 +373,16 @@ class Supervisor:
                 cause = f"spawn failed: {exc.strerror or exc}"
                 child.last_exit_cause = cause
                 child.state = ChildState.BACKOFF
-                log.error(
-                    "workgroup.spawn_failed",
+                log.event(
+                    WORKGROUP_SPAWN_FAILED,
                     worker=child.name,
                     error=cause,
                     argv0=child.command.argv[0],
                 )
             else:
                 self._refresh_gauges()
-                log.info(
-                    "workgroup.child_started",
+                log.event(
+                    WORKGROUP_CHILD_STARTED,
                     worker=child.name,
                     child_pid=process.pid,
                     restarts=child.restarts,
@@ -372,8 +398,8 @@ class Supervisor:
             if decision.give_up:
                 child.state = ChildState.LATCHED
                 self._refresh_gauges()
-                log.critical(
-                    "workgroup-burst-limit-exceeded",
+                log.event(
+                    WORKGROUP_BURST_LIMIT_EXCEEDED,
                     worker=child.name,
                     reason=reason,
                     exit_cause=cause,
@@ -393,10 +419,9 @@ class Supervisor:
             child.restarts += 1
             child.last_restart_reason = reason
             child.state = ChildState.BACKOFF
-            metrics.workgroup_child_restarts.labels(worker=child.name, reason=reason).inc()
             delay = round(decision.delay, 3)
-            log.warning(
-                "workgroup.restart_scheduled",
+            log.event(
+                WORKGROUP_RESTART_SCHEDULED,
                 worker=child.name,
                 reason=reason,
                 delay=delay,
@@ -478,9 +503,9 @@ class Supervisor:
         if unhealthy is not None:
             cause = f"unhealthy ({unhealthy}); {cause}"
         child.last_exit_cause = cause
-        level = log.info if self.stopping or child.state is ChildState.STOPPING else log.warning
-        level(
-            "workgroup.child_exited",
+        asked = self.stopping or child.state is ChildState.STOPPING
+        log.event(
+            WORKGROUP_CHILD_STOPPED if asked else WORKGROUP_CHILD_EXITED,
             worker=name,
             child_pid=pid,
             exit_cause=cause,
@@ -493,7 +518,7 @@ class Supervisor:
     def _watch_result(self, watcher: asyncio.Task[str]) -> str:
         exc = watcher.exception()
         if exc is not None:
-            log.error("workgroup.health_watch_failed", error=f"{type(exc).__name__}: {exc}")
+            log.event(WORKGROUP_HEALTH_WATCH_FAILED, error=f"{type(exc).__name__}: {exc}")
             return f"health watch failed: {type(exc).__name__}: {exc}"
         return watcher.result()
 
@@ -503,8 +528,8 @@ class Supervisor:
             child.policy.on_success(Recovered.PASSED_A_HEALTH_CHECK)
 
     async def _kill_unhealthy(self, child: Child, exited: asyncio.Task[int], why: str) -> None:
-        log.error(
-            "workgroup.child_unhealthy",
+        log.event(
+            WORKGROUP_CHILD_UNHEALTHY,
             worker=child.name,
             child_pid=child.pid,
             problem=why,
@@ -520,8 +545,8 @@ class Supervisor:
     async def _drain_pumps(self, name: str, pumps: list[asyncio.Task[None]]) -> None:
         _, pending = await asyncio.wait(pumps, timeout=PUMP_DRAIN_TIMEOUT)
         if pending:
-            log.warning(
-                "workgroup.stream_not_closed",
+            log.event(
+                WORKGROUP_STREAM_NOT_CLOSED,
                 worker=name,
                 detail=f"output pipes still open {PUMP_DRAIN_TIMEOUT:g}s after exit",
             )
@@ -541,8 +566,8 @@ class Supervisor:
                 store.find_worker(self.instance, child.name), STORE_CALL_TIMEOUT
             )
             if row is None or row.pid != pid:
-                log.debug(
-                    "workgroup.rescue_skipped",
+                log.event(
+                    WORKGROUP_RESCUE_SKIPPED,
                     worker=child.name,
                     child_pid=pid,
                     detail="no worker row of this process (never registered, or it "
@@ -553,17 +578,16 @@ class Supervisor:
                 store.rescue_worker(row.id, text, blamed=blamed), STORE_CALL_TIMEOUT
             )
         except Exception as exc:
-            log.warning(
-                "workgroup.rescue_failed",
+            log.event(
+                WORKGROUP_RESCUE_FAILED,
                 worker=child.name,
                 child_pid=pid,
                 error=f"{type(exc).__name__}: {exc}",
                 detail="its running jobs will be rescued when their leases expire",
             )
             return
-        level = log.warning if rescued else log.info
-        level(
-            "workgroup.jobs_rescued",
+        log.event(
+            WORKGROUP_JOBS_RESCUED,
             worker=child.name,
             child_pid=pid,
             worker_id=str(row.id),
@@ -585,33 +609,33 @@ class Supervisor:
         await self._stop.wait()
         grace = self.config.supervisor.shutdown_grace
         alive = [c for c in self.children if c.alive and c.state is ChildState.RUNNING]
-        log.info("workgroup.stopping", children=len(alive), shutdown_grace=grace)
+        log.event(WORKGROUP_STOPPING, children=len(alive), shutdown_grace=grace)
         self._emit("stopping", None, children=len(alive), shutdown_grace=grace)
         for child in alive:
             child.state = ChildState.STOPPING
             child.send(signal.SIGTERM)
-        forced = asyncio.create_task(self._force.wait(), name="workgroup-force-stop")
+        hurried = asyncio.create_task(self._hurry.wait(), name="workgroup-hurry-wait")
         try:
             pending = {t for t in lifecycles if not t.done()}
             deadline = time.monotonic() + grace
-            while pending and not forced.done():
+            while pending and not hurried.done():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
                 done, _ = await asyncio.wait(
-                    pending | {forced}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                    pending | {hurried}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
                 )
                 pending -= done
         finally:
-            forced.cancel()
-            await asyncio.gather(forced, return_exceptions=True)
+            hurried.cancel()
+            await asyncio.gather(hurried, return_exceptions=True)
         survivors = [c for c in self.children if c.alive]
         if survivors:
-            log.warning(
-                "workgroup.killing_children",
+            log.event(
+                WORKGROUP_KILLING_CHILDREN,
                 workers=[c.name for c in survivors],
                 why="second stop signal"
-                if self._force.is_set()
+                if self._hurry.is_set()
                 else f"still running after shutdown_grace {grace:g}s",
             )
             for child in survivors:
