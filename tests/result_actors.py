@@ -54,3 +54,14 @@ def sync_snooze() -> object:
 @registry.actor(cpu_bound=True, max_snoozes=1)
 def cpu_snooze() -> object:
     return Snooze(0.01)
+
+
+@registry.actor
+async def async_unstorable(kind: str) -> object:
+    """A result neither store can keep alike: a NUL character, or nesting too deep."""
+    if kind == "nul":
+        return "a\x00b"
+    deep: list[object] = []
+    for _ in range(80):
+        deep = [deep]
+    return deep

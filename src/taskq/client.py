@@ -47,6 +47,7 @@ from .store import Store, create_store
 from .store.base import LocalEnqueue
 from .store.queues import ACTOR, QUEUE
 from .unique import Unique
+from .validation import check_int, check_text
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -74,12 +75,12 @@ def who() -> str:
 
 def make_limits(concurrency: int | None, rate: Rate | str | None) -> Limits:
     """Check and build limits: ``concurrency`` an integer >= 1, ``rate`` "N/period"."""
-    if concurrency is not None and (
-        not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1
-    ):
-        raise ConfigError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+    if concurrency is not None:
+        check_int(concurrency, "concurrency", 1)
     if rate is not None and not isinstance(rate, Rate):
         rate = Rate.parse(rate)
+    if rate is not None:
+        check_int(rate.count, "a rate's count", 1)
     return Limits(concurrency=concurrency, rate=rate)
 
 
@@ -380,8 +381,10 @@ class AsyncClient:
             raise ConfigError(
                 f"unknown state {state!r}: expected one of {', '.join(s.value for s in JobState)}"
             )
-        if limit < 1:
-            raise ConfigError("limit must be >= 1")
+        check_int(limit, "limit", 1)
+        for name, value in (("queue", queue), ("tag", tag)):
+            if value is not None:
+                check_text(value, name)
         await self.open()
         return await self._store.list_jobs(state=state, queue=queue, tag=tag, limit=limit)
 

@@ -13,6 +13,8 @@ The tree::
     +-- PayloadError                 refused at enqueue; nothing was written
     |   +-- NotJSONSerializable
     |   +-- PayloadTooLarge
+    |   +-- PayloadTooDeep           arrays or objects nested deeper than MAX_JSON_DEPTH
+    |   +-- InvalidText              a NUL character or a lone surrogate (not UTF-8)
     +-- StoreError                   the database; the driver's error is kept in ``__cause__``
     |   +-- StoreUnavailable         cannot connect / connection lost
     |   +-- SchemaNotMigrated        tables missing: run ``taskq migrate``
@@ -100,6 +102,14 @@ class NotJSONSerializable(PayloadError):
 
 class PayloadTooLarge(PayloadError):
     """job payload exceeds the size limit."""
+
+
+class PayloadTooDeep(PayloadError):
+    """arrays or objects nested deeper than taskq.validation.MAX_JSON_DEPTH."""
+
+
+class InvalidText(PayloadError):
+    """text with a NUL character or a lone surrogate (bytes that are not UTF-8)."""
 
 
 class StoreError(TaskqError):

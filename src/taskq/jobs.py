@@ -14,6 +14,7 @@ from typing import Any
 from uuid import UUID, SafeUUID
 
 from .exceptions import ConfigError
+from .validation import INT_MAX
 
 
 class JobState(enum.StrEnum):
@@ -339,9 +340,10 @@ class Rate:
             n = int(count)
         except ValueError:
             n = 0
-        if seconds is None or n < 1:
+        if seconds is None or not 1 <= n <= INT_MAX:
             raise ConfigError(
-                f"invalid rate {text!r}: expected N/second, N/minute or N/hour with N >= 1"
+                f"invalid rate {text!r:.60}: expected N/second, N/minute or N/hour with N from "
+                f"1 to {INT_MAX}"
             )
         return cls(n, seconds)
 

@@ -1,4 +1,8 @@
-"""Job arguments and results as JSON: encode, check the size, decode. No pickle, ever."""
+"""Job arguments and results as JSON: encode, check the size, decode. No pickle, ever.
+
+What is encoded is checked by ``validation.check_json`` as well: no NUL character, no
+lone surrogate, no nesting deeper than ``MAX_JSON_DEPTH`` (the same refusal on both
+stores, before anything is written)."""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
-from .exceptions import NotJSONSerializable, PayloadTooLarge
+from .exceptions import NotJSONSerializable, PayloadError, PayloadTooLarge
+from .validation import SHORT_JSON, check_json, json_ok, too_deep
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024  # 1 MiB, args and kwargs together
 
@@ -28,13 +33,17 @@ _c_encode: Callable[[Any, int], Sequence[str]] | None = (
 
 
 def fast_dumps(value: Any) -> str | None:
-    """``value`` as ``dumps`` encodes it, or None when it fails (then ``dumps`` says why)."""
+    """``value`` as ``dumps`` encodes it, or None when it fails or is refused (then
+    ``dumps`` says why)."""
     if _c_encode is None:
         return None
     try:
-        return "".join(_c_encode(value, 0))
+        text = "".join(_c_encode(value, 0))
     except Exception:  # anything: the value is encoded again, by the checking encoder
         return None
+    if "\\u0000" in text or not text.isascii() or len(text) > SHORT_JSON:
+        return text if json_ok(text) else None  # else short, ASCII, no NUL: nothing to check
+    return text
 
 
 def dumps(value: Any, *, what: str = "value") -> str:
@@ -42,22 +51,27 @@ def dumps(value: Any, *, what: str = "value") -> str:
     if text is not None:
         return text
     try:
-        return _encoder.encode(value)
+        text = _encoder.encode(value)
+    except RecursionError:
+        raise too_deep(what) from None
     except (TypeError, ValueError) as exc:
         raise NotJSONSerializable(f"{what} is not JSON-serialisable: {exc}") from None
+    return check_json(text, what)
 
 
 def encode_result(value: Any, *, actor: str, max_bytes: int) -> tuple[str | None, str | None]:
     """A job's result as stored: ``(result_json, None)``, or ``(None, why)`` when it cannot
     be stored (not JSON-serialisable, or over ``max_bytes`` of UTF-8). The one rule for
     every runner: async, sync and cpu_bound actors (the pool's children call it too)."""
+    what = f"the result of {actor!r}"
     try:
-        result_json = _encoder.encode(value)
+        result_json = check_json(_encoder.encode(value), what)
+    except RecursionError:
+        return None, str(too_deep(what))
+    except PayloadError as exc:
+        return None, str(exc)
     except Exception as exc:  # anything the value's own methods raise while encoding
-        return (
-            None,
-            f"the result of {actor!r} is not JSON-serialisable: {type(exc).__name__}: {exc}",
-        )
+        return None, f"{what} is not JSON-serialisable: {type(exc).__name__}: {exc}"
     if len(result_json) > max_bytes:  # characters <= bytes: a cheap first check
         size = len(result_json.encode())
         if size > max_bytes:

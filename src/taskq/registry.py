@@ -19,6 +19,7 @@ from .blame import DEFAULT_MAX_UNBLAMED_CRASHES
 from .exceptions import ActorImportError, ActorNotFound, ConfigError, DuplicateActor
 from .jobs import ActorConfig
 from .unique import Unique, as_unique
+from .validation import check_int
 
 if TYPE_CHECKING:
     from .periodic import Missed, Schedule
@@ -115,10 +116,8 @@ def _check_options(
         raise ConfigError(f"invalid actor name {name!r}")
     if not _QUEUE.match(queue):
         raise ConfigError(f"actor {name!r}: invalid queue name {queue!r}")
-    if not isinstance(max_attempts, int) or max_attempts < 1:
-        raise ConfigError(f"actor {name!r}: max_attempts must be an integer >= 1")
-    if not isinstance(max_crashes, int) or max_crashes < 1:
-        raise ConfigError(f"actor {name!r}: max_crashes must be an integer >= 1")
+    check_int(max_attempts, f"actor {name!r}: max_attempts", 1)
+    check_int(max_crashes, f"actor {name!r}: max_crashes", 1)
     if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0):
         raise ConfigError(f"actor {name!r}: timeout must be a positive number of seconds")
 
@@ -184,6 +183,7 @@ class Registry:
                 )
             actor_name = name or func.__name__
             _check_options(actor_name, queue, max_attempts, timeout, max_crashes)
+            check_int(priority, f"actor {actor_name!r}: priority")
             if not isinstance(max_snoozes, int) or isinstance(max_snoozes, bool) or max_snoozes < 0:
                 raise ConfigError(f"actor {actor_name!r}: max_snoozes must be an integer >= 0")
             if (

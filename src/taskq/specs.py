@@ -29,6 +29,7 @@ from .registry import (
     _check_options,
 )
 from .unique import Unique
+from .validation import check_int, check_text
 
 ActorRef = AnyActor | str
 Item = tuple[Sequence[Any], Mapping[str, Any]]
@@ -186,8 +187,8 @@ class JobBuilder:
                 ) from None
         elif run_at is not None and run_at.tzinfo is None:
             raise ConfigError("run_at must be timezone-aware")
-        if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
-            raise ConfigError(f"priority must be an integer, got {priority!r}")
+        if priority is not None:
+            check_int(priority, "priority")
         return Template(
             actor=name,
             queue=chosen_queue,
@@ -215,6 +216,8 @@ class JobBuilder:
             args, kwargs, actor=t.actor, max_bytes=self.max_payload_bytes
         )
         key = states = None
+        if unique_key is not None:
+            check_text(unique_key, "a unique key")
         if unique_key is not None or t.unique is not None:
             unique = t.unique or _DEFAULT_UNIQUE
             key = unique.key_for(t.actor, args, kwargs, key=unique_key)

@@ -25,6 +25,8 @@ DOCUMENTED = {
     "NotJSONSerializable",
     "PayloadError",
     "PayloadTooLarge",
+    "PayloadTooDeep",
+    "InvalidText",
     "Registry",
     "RetryBackoff",
     "SchemaNotMigrated",

@@ -47,8 +47,10 @@ def test_duplicate_names_are_refused() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"max_attempts": 0}, "max_attempts must be an integer >= 1"),
-        ({"max_crashes": 0}, "max_crashes must be an integer >= 1"),
+        ({"max_attempts": 0}, "max_attempts must be an integer from 1 to 2147483647"),
+        ({"max_attempts": 2**31}, "max_attempts must be an integer from 1 to 2147483647"),
+        ({"max_crashes": 0}, "max_crashes must be an integer from 1 to 2147483647"),
+        ({"priority": 2**31}, "priority must be an integer from -2147483648 to 2147483647"),
         ({"timeout": -1}, "timeout must be a positive number"),
         ({"queue": "has space"}, "invalid queue name"),
         ({"name": "bad name!"}, "invalid actor name"),

@@ -11,6 +11,7 @@ from typing import Any, NoReturn, TypeAlias
 from .. import exit_codes
 from ..exceptions import ConfigError
 from ..jobs import Rate
+from ..validation import MAX_JSON_DEPTH
 
 
 class _Help(argparse.HelpFormatter):
@@ -61,6 +62,11 @@ def json_arg(kind: type, what: str) -> Callable[[str], Any]:
         except json.JSONDecodeError as exc:
             raise argparse.ArgumentTypeError(
                 f"{what} is not valid JSON: {exc.msg} at char {exc.pos}"
+            ) from None
+        except RecursionError:
+            raise argparse.ArgumentTypeError(
+                f"{what} nests arrays or objects deeper than {MAX_JSON_DEPTH} levels "
+                "(MAX_JSON_DEPTH)"
             ) from None
         if not isinstance(value, kind):
             raise argparse.ArgumentTypeError(
