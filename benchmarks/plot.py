@@ -22,6 +22,8 @@ COLOURS = {
     "procrastinate": "#b2182b",
     "dramatiq": "#e08214",
     "huey": "#8073ac",
+    "celery": "#35978f",
+    "executor": "#777777",
 }
 
 
@@ -104,6 +106,47 @@ def drain_and_enqueue(out: dict, path: Path) -> bool:
     return _save(fig, None, path)
 
 
+def cpu_drains(out: dict, path: Path) -> bool:
+    """The CPU-bound drains (issue 24): taskq, Celery and the bare executor, with start-up
+    and after the first second, for each job size."""
+    cases = [c for c in ("cpu_drain", "cpu_drain_short") if c in out["cases"]]
+    if not cases:
+        return False
+    keys = (("jobs_per_s_with_startup", "with start-up"), ("jobs_per_s_after_1s", "after 1 s"))
+    fig, axes = plt.subplots(1, len(cases), figsize=(5 * len(cases), 4.2))
+    axes = axes if len(cases) > 1 else [axes]
+    for ax, case in zip(axes, cases, strict=True):
+        summary = out["cases"][case]["summary"]
+        systems = [s for s in COLOURS if s in summary and summary[s].get(keys[0][0])]
+        values = {s: [summary[s].get(key) or 0.0 for key, _ in keys] for s in systems}
+        _grouped_bars(ax, out, values, [name for _, name in keys])
+        ax.set_ylabel("jobs/s")
+        ax.set_title(out["cases"][case]["title"].removeprefix("(j) "), fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"CPU-bound drains, {os_cpus(out)} CPUs; medians of {out['runs']} run(s)")
+    return _save(fig, None, path)
+
+
+def os_cpus(out: dict) -> object:
+    return out.get("machine", {}).get("nproc", "?")
+
+
+def _grouped_bars(ax, out: dict, values: dict[str, list[float]], groups: list[str]) -> None:
+    """One bar per system (``values``: system -> one value per group) in each group."""
+    width = 0.8 / max(1, len(values))
+    for i, (system, vals) in enumerate(values.items()):
+        ax.bar(
+            [k + i * width for k in range(len(groups))],
+            vals,
+            width,
+            label=_label(out, system),
+            color=COLOURS[system],
+        )
+    ax.set_xticks([k + width * (len(values) - 1) / 2 for k in range(len(groups))])
+    ax.set_xticklabels(groups)
+
+
 def latency_percentiles(out: dict, path: Path) -> bool:
     case = out["cases"].get("latency")
     if not case:
@@ -111,22 +154,15 @@ def latency_percentiles(out: dict, path: Path) -> bool:
     systems = [s for s in COLOURS if s in case["summary"] and "p50_ms" in case["summary"][s]]
     keys = [("p50_ms", "p50"), ("p90_ms", "p90"), ("p99_ms", "p99")]
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    width = 0.8 / max(1, len(systems))
-    for i, system in enumerate(systems):
+    values = {}
+    for system in systems:
         runs = [r for r in case["results"][system] if r.get("ok")]
         vals = []
         for key, _ in keys:
             per_run = sorted(r[key] for r in runs if key in r)
             vals.append(per_run[len(per_run) // 2] if per_run else 0.0)
-        ax.bar(
-            [k + i * width for k in range(len(keys))],
-            vals,
-            width,
-            label=_label(out, system),
-            color=COLOURS[system],
-        )
-    ax.set_xticks([k + width * (len(systems) - 1) / 2 for k in range(len(keys))])
-    ax.set_xticklabels([name for _, name in keys])
+        values[system] = vals
+    _grouped_bars(ax, out, values, [name for _, name in keys])
     ax.set_yscale("log")
     ax.set_ylabel("enqueue -> start (ms, log scale)")
     params = case.get("params", {})
@@ -216,6 +252,7 @@ PLOTS = {
     "throughput_vs_concurrency.png": throughput_vs_concurrency,
     "enqueue_and_drain.png": drain_and_enqueue,
     "latency_percentiles.png": latency_percentiles,
+    "cpu_drains.png": cpu_drains,
     "claim_scaling.png": claim_scaling,
     "rss.png": rss_over_time,
     "soak.png": soak_over_time,

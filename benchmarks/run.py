@@ -31,7 +31,7 @@ RAW = RESULTS / "raw"
 DOCS = HERE.parent / "docs"
 DOCS_IMG = DOCS / "img"
 DOC_START, DOC_END = "<!-- bench:results:start -->", "<!-- bench:results:end -->"
-REDIS_URL = "redis://127.0.0.1:6379/9"
+REDIS_HOST = "redis://127.0.0.1:6379"
 PLOT_REQUIREMENTS = ("matplotlib>=3.8,<4",)
 
 
@@ -116,7 +116,10 @@ def fresh_target(adapter: Adapter, admin_dsn: str | None, workdir: Path, prefix:
         return pgadmin.recreate(admin_dsn, db_name(prefix, adapter))
     if adapter.backend == "sqlite":
         return f"sqlite:///{workdir / 'store.sqlite3'}"
-    return REDIS_URL
+    if adapter.backend == "redis":
+        url = f"{REDIS_HOST}/{adapter.redis_db}"
+        return f"{url}#{prefix}" if adapter.redis_key_prefix else url
+    return ""
 
 
 def run_case(

@@ -1,4 +1,4 @@
-"""Issue 13's targets, each judged from the same run's numbers.
+"""Issue 13's targets and issue 24's (CPU-bound work), each judged from the same run's numbers.
 
 Every target is a dict ``{"target", "value", "met", "number"}``: ``met`` is True or
 False when this run measured it at the size the target names, None when it did not
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .scenarios import claims, memory, soak
+from .scenarios import claims, cpu, memory, soak
 
 NOT_MEASURED = "not measured in this run"
 
@@ -181,6 +181,39 @@ def _soak(cases: dict) -> list[dict]:
     ]
 
 
+def _cpu(cases: dict) -> list[dict]:
+    """Issue 24: the CPU-bound drain of 3,000 jobs of ~2 ms against Celery's prefork and
+    the bare executor, start-up included (and the executor after its first second)."""
+    jobs = max((r["jobs"] for r in _runs(cases, "cpu_drain")), default=0)
+    short = f"{jobs:,} jobs" if jobs and jobs < cpu.TARGET_JOBS else ""
+
+    judged = (
+        (">= 1.5x Celery prefork, start-up included", "celery", "jobs_per_s_with_startup", 1.5),
+        (
+            ">= 70% of a bare ProcessPoolExecutor(os.cpu_count()), start-up included",
+            "executor",
+            "jobs_per_s_with_startup",
+            0.7,
+        ),
+        (
+            ">= 90% of the bare ProcessPoolExecutor after the first second",
+            "executor",
+            "jobs_per_s_after_1s",
+            0.9,
+        ),
+    )
+    return [
+        _check(
+            f"CPU-bound drain (3,000 x ~2 ms) {name}",
+            _ratio(cases, "cpu_drain", peer, key),
+            lambda v, bound=bound: v >= bound,
+            "{:.2f}x" if peer == "celery" else "{:.0%}",
+            short_of=short,
+        )
+        for name, peer, key, bound in judged
+    ]
+
+
 def evaluate(cases: dict, derived: dict) -> list[dict]:
     return [
         _drain(
@@ -227,4 +260,5 @@ def evaluate(cases: dict, derived: dict) -> list[dict]:
         _claim_flatness(cases),
         _rss_growth(cases),
         *_soak(cases),
+        *_cpu(cases),
     ]

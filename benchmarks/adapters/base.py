@@ -26,9 +26,13 @@ class Adapter:
     label: str  # what the table header says
     dist: str  # distribution whose version is reported
     script: str  # peers/<script>: one scenario per invocation, one JSON line out
-    backend: str  # postgres | sqlite | redis
+    backend: str  # postgres | sqlite | redis | none
     defaults: str  # the settings used, in words (docs and JSON)
     requirements: tuple[str, ...] = ()  # () = the project's own interpreter
+    redis_db: int = 9  # backend redis: the database number of its runs
+    #: backend redis: the run's key prefix (``--db-prefix``) travels as ``#PREFIX`` in the
+    #: DSN, and the peer deletes only its own keys
+    redis_key_prefix: bool = False
     #: scenario -> why it does not apply ("n/a (...)"), shown instead of a number
     not_applicable: dict[str, str] = field(default_factory=dict)
     #: case id -> parameters that replace the case's for this system only
@@ -44,8 +48,10 @@ class Adapter:
     def prepare(self, *, offline: bool) -> Prepared:
         venvs.byte_compile(PEERS)  # taskq's modules and the peer scripts' own, as installed
         if self.is_taskq:
+            python = Path(sys.executable)
             return Prepared(
-                Path(sys.executable), venvs.installed_version(Path(sys.executable), self.dist)
+                python,
+                venvs.installed_version(python, self.dist) if self.dist else _python_version(),
             )
         built = venvs.ensure(self.name, self.requirements, offline=offline)
         if built.python is None:
@@ -94,6 +100,10 @@ class Adapter:
                     break
         err = (stderr_path.read_text().strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         return {"ok": False, "error": f"no result line (exit {proc.returncode}): {err[:300]}"}
+
+
+def _python_version() -> str:
+    return "Python " + ".".join(str(v) for v in sys.version_info[:3])
 
 
 def _end(proc: subprocess.Popen) -> None:

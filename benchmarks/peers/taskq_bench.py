@@ -27,7 +27,9 @@ from pathlib import Path
 from uuid import UUID
 
 import _common
+import _cpu
 import taskq_actors
+import taskq_cpu
 import taskq_soak
 
 import taskq
@@ -492,8 +494,10 @@ def main() -> None:
             "ceiling",
             "rss",
             "soak",
+            "cpu_drain",
         ]
     )
+    _cpu.add_arguments(parser)
     parser.add_argument(
         "--sizes", default="10000,100000", help="claim_scaling: queued rows, comma-separated"
     )
@@ -526,6 +530,7 @@ def main() -> None:
             "ceiling": ceiling,
             "rss": rss,
             "soak": lambda peer, a: taskq_soak.soak(peer, a, SCHEMA),
+            "cpu_drain": taskq_cpu.cpu_drain,
         },
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import ceiling, claims, latency, memory, recovery, soak, sqlite, throughput
+from . import ceiling, claims, cpu, latency, memory, recovery, soak, sqlite, throughput
 from .base import Case, Metric, lookup
 
 CASES: tuple[Case, ...] = (
@@ -12,6 +12,7 @@ CASES: tuple[Case, ...] = (
     *claims.CASES,
     *sqlite.CASES,
     *ceiling.CASES,
+    *cpu.CASES,
     *throughput.SWEEP,
     *memory.CASES,
     *soak.CASES,

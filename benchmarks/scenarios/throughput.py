@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .base import Case, Metric
 
-PG_PEERS = ("pgqueuer", "procrastinate", "dramatiq")
+PG_PEERS = ("pgqueuer", "procrastinate", "dramatiq", "celery")
 
 CASES = (
     Case(

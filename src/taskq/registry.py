@@ -274,6 +274,16 @@ class Registry:
 
         return attach
 
+    def include(self, other: Registry) -> None:
+        """Serve ``other``'s actors and schedules too (a name taken in both is a
+        ``DuplicateActor``); ``other``'s ``initializer`` is not taken over."""
+        for name in other._actors.keys() & self._actors.keys():
+            raise DuplicateActor(f"an actor named {name!r} is in both registries")
+        for name in other._schedules.keys() & self._schedules.keys():
+            raise ConfigError(f"a schedule named {name!r} is in both registries")
+        self._actors.update(other._actors)
+        self._schedules.update(other._schedules)
+
     @property
     def schedules(self) -> list[Schedule]:
         """The periodic schedules, in the order they were declared."""

@@ -92,7 +92,7 @@ def resolve(obj: Any) -> Target:
             return _from_driver(obj.connection.driver_connection, obj)
         raise _refuse(obj, " (use AsyncClient for SQLAlchemy's async objects)")
     if module.startswith("django."):
-        from .contrib.django import driver_connection
+        from .contrib.django.db import driver_connection
 
         return _from_driver(driver_connection(obj), obj)
     return _from_driver(obj, obj)

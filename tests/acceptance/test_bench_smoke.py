@@ -19,7 +19,7 @@ from taskq.worker.config import DEFAULT_ASYNC_CONCURRENCY
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def quick_run(pg_dsn: str, tmp_path: Path, scenarios: str) -> tuple[dict, str]:
+def quick_run(pg_dsn: str, tmp_path: Path, scenarios: str, only: str = "taskq") -> tuple[dict, str]:
     out = tmp_path / "quick.json"
     env = dict(os.environ, TASKQ_BENCH_PG_DSN=pg_dsn)
     proc = subprocess.run(
@@ -29,7 +29,7 @@ def quick_run(pg_dsn: str, tmp_path: Path, scenarios: str) -> tuple[dict, str]:
             "benchmarks.run",
             "--quick",
             "--only",
-            "taskq",
+            only,
             "--scenarios",
             scenarios,
             "--out",
@@ -51,8 +51,8 @@ def quick_run(pg_dsn: str, tmp_path: Path, scenarios: str) -> tuple[dict, str]:
     return json.loads(out.read_text()), proc.stdout
 
 
-def only_run(results: dict, case: str) -> dict:
-    (run,) = results["cases"][case]["results"]["taskq"]
+def only_run(results: dict, case: str, system: str = "taskq") -> dict:
+    (run,) = results["cases"][case]["results"][system]
     assert run["ok"], run
     return run
 
@@ -81,7 +81,28 @@ def test_quick_taskq_bench_writes_results(pg_dsn: str, tmp_path: Path) -> None:
     assert len(peer_targets) == 8
     for t in peer_targets:
         assert t == {**t, "value": targets.NOT_MEASURED, "met": None}
-    assert "targets (issue 13):" in stdout
+    assert "targets (issues 13, 24):" in stdout
+
+
+def test_quick_cpu_drains_beside_the_bare_executor(pg_dsn: str, tmp_path: Path) -> None:
+    """The CPU-bound cases (issue 24) run taskq's cpu_bound actor and the bare
+    ProcessPoolExecutor (no venv: offline) and report the figures the targets need."""
+    results, stdout = quick_run(pg_dsn, tmp_path, "cpu", only="taskq,executor")
+    assert set(results["cases"]) == {"cpu_drain", "cpu_drain_short"}
+    for case in ("cpu_drain", "cpu_drain_short"):
+        params = results["cases"][case]["params"]
+        for system in ("taskq", "executor"):
+            run = only_run(results, case, system)
+            assert run["jobs"] == params["n"]
+            assert run["cpu_ms_per_job"] > 0  # the job bodies ran and reported their CPU
+            assert {"jobs_per_s", "jobs_per_s_with_startup", "startup_ms"} <= run.keys()
+        assert "jobs_per_s_with_startup" in results["cases"][case]["ratios"]["executor"]
+    listed = {t["target"]: t for t in results["targets"]}
+    cpu_targets = [t for name, t in listed.items() if name.startswith("CPU-bound drain")]
+    assert len(cpu_targets) == 3
+    for t in cpu_targets:  # a quick run is smaller than the targets' 3,000 jobs
+        assert t["met"] is None
+    assert "CPU drain 3,000 x 2 ms" in stdout
 
 
 @pytest.mark.timeout(300)

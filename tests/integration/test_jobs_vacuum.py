@@ -105,18 +105,29 @@ async def test_vacuum_reclaims_the_dead_rows_unless_the_table_was_just_vacuumed(
             await client.enqueue_many(actors.noop, [((), {}) for _ in range(200)])
         _sql(pg_target, "DELETE FROM jobs")
         before = _vacuum_count(pg_target)
-        done = await store.vacuum_jobs(unless_vacuumed_within=0.0)
-        assert done.outcome is VacuumOutcome.VACUUMED
-        assert await async_wait_until(
-            lambda: _async(_vacuum_count(pg_target) == before + 1), what="the vacuum counted"
-        )
-        ((dead,),) = _sql(
-            pg_target, "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass"
-        )
-        assert dead == 0
+        vacuums = 0
+
+        async def reclaimed() -> bool:
+            # On a server other sessions use, an older snapshot of theirs can keep the
+            # deleted rows "recently dead" through one pass: vacuum until they are gone.
+            nonlocal vacuums
+            done = await store.vacuum_jobs(unless_vacuumed_within=0.0)
+            assert done.outcome is VacuumOutcome.VACUUMED
+            vacuums += 1
+            await async_wait_until(
+                lambda: _async(_vacuum_count(pg_target) == before + vacuums),
+                what="the vacuum counted",
+            )
+            ((dead,),) = _sql(
+                pg_target,
+                "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass",
+            )
+            return dead == 0
+
+        assert await async_wait_until(reclaimed, timeout=60.0, what="the dead rows reclaimed")
         again = await store.vacuum_jobs(unless_vacuumed_within=3600.0)
         assert again.outcome is VacuumOutcome.RECENT
-        assert _vacuum_count(pg_target) == before + 1
+        assert _vacuum_count(pg_target) == before + vacuums
 
 
 async def _async(value: bool) -> bool:

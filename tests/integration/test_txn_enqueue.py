@@ -17,6 +17,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from taskq import AsyncClient, Client, ConfigError, JobNotFound
 from tests import worker_actors
 from tests.conftest import StoreTarget
+from tests.django_project import postgres_database
 from tests.helpers import migrate, wait_until
 from tests.worker_harness import WorkerProcess
 
@@ -274,20 +275,7 @@ def django_connection(pg_dsn: str) -> Iterator[Any]:
     from django.conf import settings
 
     if not settings.configured:
-        params = conninfo_to_dict(pg_dsn)
-        settings.configure(
-            DATABASES={
-                "default": {
-                    "ENGINE": "django.db.backends.postgresql",
-                    "NAME": params.get("dbname", ""),
-                    "USER": params.get("user", ""),
-                    "PASSWORD": params.get("password", ""),
-                    "HOST": params.get("host", ""),
-                    "PORT": params.get("port", ""),
-                }
-            },
-            USE_TZ=True,
-        )
+        settings.configure(DATABASES={"default": postgres_database(pg_dsn)}, USE_TZ=True)
         django.setup()
     from taskq.contrib.django import connection
 

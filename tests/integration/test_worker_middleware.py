@@ -3,8 +3,10 @@ hook, method and exception type, rate-limited) and everything carries on."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 
+import taskq
 from taskq import AsyncClient, Middleware
 from taskq.worker.middleware import MiddlewareChain
 from tests import worker_actors as actors
@@ -95,3 +97,55 @@ def test_the_same_failure_is_logged_again_at_most_once_per_interval_with_a_count
         "TypeError: flaky",
     ]
     assert chain.failures == 6
+
+
+class InThread(Middleware):
+    """Records where its thread hooks run: the thread, and the job taskq.current_job()
+    gives there (the run's context)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str, str]] = []
+        self.lock = threading.Lock()
+
+    def _note(self, hook: str, job) -> None:
+        with self.lock:
+            self.seen.append(
+                (hook, str(job.id), threading.current_thread().name, str(taskq.current_job().id))
+            )
+
+    def before_job_in_thread(self, job) -> None:
+        self._note("before", job)
+
+    def after_job_in_thread(self, job) -> None:
+        self._note("after", job)
+
+
+class BrokenInThread(Middleware):
+    def before_job_in_thread(self, job) -> None:
+        raise RuntimeError("thread hook broken")
+
+
+async def test_thread_hooks_run_in_the_sync_actor_s_thread_around_it(target, store, runs_file):
+    """``*_in_thread`` hooks run in the thread that runs a sync job, in its context, once
+    before and once after it; not for async jobs; a raising one is logged, the job runs."""
+    hooks = InThread()
+    with captured_logs() as logs:
+        async with AsyncClient(store=store) as client:
+            sync_ids = await client.enqueue_many(
+                actors.remember_sync, [(("s1",), {}), (("s2",), {})]
+            )
+            async_ids = await client.enqueue_many(actors.remember, [(("a1",), {})])
+            async with running_worker(target, middleware=[hooks, BrokenInThread()]):
+                await wait_for_states(store, [*sync_ids, *async_ids], {"succeeded"})
+    assert sorted(actors.runs(runs_file)) == ["a1", "s1", "s2"]
+    by_job: dict[str, list[tuple[str, str, str]]] = {}
+    for hook, job_id, thread, current in hooks.seen:
+        by_job.setdefault(job_id, []).append((hook, thread, current))
+    assert sorted(by_job) == sorted(str(i) for i in sync_ids)  # not the async job
+    for job_id, calls in by_job.items():
+        assert [c[0] for c in calls] == ["before", "after"]
+        assert all(thread.startswith("taskq-sync") for _, thread, _ in calls)
+        assert calls[0][1] == calls[1][1]  # the same thread
+        assert all(current == job_id for _, _, current in calls)
+    failed = logs.events("middleware-hook-failed")
+    assert [e["method"] for e in failed] == ["before_job_in_thread"]

@@ -14,13 +14,24 @@ from .output import EXIT_OK, print_json, print_table, with_client
 
 if TYPE_CHECKING:
     from ..client import AsyncClient
+    from ..worker.config import WorkerConfig
 
 
 def add_worker(sub: args.Subparsers) -> None:
     w = sub.add_parser("worker", help="run a worker process")
     w.set_defaults(run=cmd_worker)
+    add_worker_flags(w)
+
+
+def add_worker_flags(w: argparse.ArgumentParser, *, actors_default: str | None = None) -> None:
+    """Every ``taskq worker`` flag (also ``manage.py taskq_worker``'s; ``--actors`` is
+    required unless given a default)."""
     w.add_argument(
-        "--actors", required=True, metavar="MODULE:ATTR", help="the taskq.Registry to serve"
+        "--actors",
+        required=actors_default is None,
+        default=actors_default,
+        metavar="MODULE:ATTR",
+        help="the taskq.Registry to serve",
     )
     w.add_argument(
         "--queues",
@@ -228,8 +239,14 @@ def add_workers(sub: args.Subparsers) -> None:
 
 
 def cmd_worker(ns: argparse.Namespace) -> int:
-    from ..worker.config import WorkerConfig
     from ..worker.main import run
+
+    return run(worker_config(ns))
+
+
+def worker_config(ns: argparse.Namespace) -> WorkerConfig:
+    """The ``WorkerConfig`` of parsed worker flags (``add_worker_flags``), checked."""
+    from ..worker.config import WorkerConfig
 
     config = WorkerConfig(
         actors=ns.actors,
@@ -267,7 +284,7 @@ def cmd_worker(ns: argparse.Namespace) -> int:
             "--keep-silent-workers must be longer than --heartbeat-interval "
             "(a live worker's row would be pruned between two heartbeats)"
         )
-    return run(config)
+    return config
 
 
 def cmd_workgroup(ns: argparse.Namespace) -> int:

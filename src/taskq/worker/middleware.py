@@ -1,7 +1,9 @@
 """Running worker middleware (``taskq.Middleware``, taskq/middleware.py) around every job.
 
 Hooks run on the event loop inside the consumer, in list order before the job and in
-reverse order after it (``MiddlewareChain``). A hook that raises is the hook's fault,
+reverse order after it (``MiddlewareChain``); the ``*_in_thread`` hooks run in a sync
+actor's thread around its function (``MiddlewareChain.in_thread``), and only the
+middleware that overrides them is called there. A hook that raises is the hook's fault,
 neither the job's nor the consumer's: it is logged (``middleware-hook-failed``, once per
 hook, method and exception type, then at most once a minute with the count of the ones
 not logged), the other hooks still run, the job runs and is acknowledged as usual, and
@@ -15,9 +17,11 @@ dead consumer is.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..events import MIDDLEWARE_HOOK_FAILED
 from ..exceptions import ConfigError
@@ -46,6 +50,14 @@ def load_middleware(references: Sequence[str]) -> list[Middleware]:
     return loaded
 
 
+def _has_thread_hooks(middleware: Middleware) -> bool:
+    cls = type(middleware)
+    return (
+        cls.before_job_in_thread is not Middleware.before_job_in_thread
+        or cls.after_job_in_thread is not Middleware.after_job_in_thread
+    )
+
+
 @dataclass(slots=True)
 class _Failing:
     last_logged: float
@@ -67,10 +79,18 @@ class MiddlewareChain:
         self._report_every = report_every
         self._clock = clock
         self._failing: dict[tuple[str, str, str], _Failing] = {}
+        self._lock = threading.Lock()  # _failed is also called from sync actors' threads
         self.failures = 0
+        # only the middleware with thread hooks of its own is called in the threads
+        self._in_thread = [m for m in self._middleware if _has_thread_hooks(m)]
+        self._in_thread_reversed = self._in_thread[::-1]
 
     def __bool__(self) -> bool:
         return bool(self._middleware)
+
+    @property
+    def has_thread_hooks(self) -> bool:
+        return bool(self._in_thread)
 
     def before_job(self, job: ClaimedJob) -> None:
         for hook in self._middleware:
@@ -86,18 +106,42 @@ class MiddlewareChain:
             except Exception as exc:
                 self._failed(hook, "after_job", job, exc)
 
+    def in_thread(self, job: ClaimedJob, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` for a sync actor's thread: wrapped in the ``*_in_thread`` hooks of the
+        middleware that has them (else ``fn`` itself: nothing added to the job)."""
+        if not self._in_thread:
+            return fn
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            for hook in self._in_thread:
+                try:
+                    hook.before_job_in_thread(job)
+                except Exception as exc:
+                    self._failed(hook, "before_job_in_thread", job, exc)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                for hook in self._in_thread_reversed:
+                    try:
+                        hook.after_job_in_thread(job)
+                    except Exception as exc:
+                        self._failed(hook, "after_job_in_thread", job, exc)
+
+        return run
+
     def _failed(self, hook: Middleware, method: str, job: ClaimedJob, exc: Exception) -> None:
         """Log it once per (hook, method, exception type), then at most every minute."""
-        self.failures += 1
         name = f"{type(hook).__module__}.{type(hook).__qualname__}"
         key = (name, method, type(exc).__name__)
-        now = self._clock()
-        seen = self._failing.get(key)
-        if seen is not None and now - seen.last_logged < self._report_every:
-            seen.not_logged += 1
-            return
-        not_logged = 0 if seen is None else seen.not_logged
-        self._failing[key] = _Failing(last_logged=now)
+        with self._lock:
+            self.failures += 1
+            now = self._clock()
+            seen = self._failing.get(key)
+            if seen is not None and now - seen.last_logged < self._report_every:
+                seen.not_logged += 1
+                return
+            not_logged = 0 if seen is None else seen.not_logged
+            self._failing[key] = _Failing(last_logged=now)
         log.event(
             MIDDLEWARE_HOOK_FAILED,
             hook=name,

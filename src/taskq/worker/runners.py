@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -76,8 +76,10 @@ class Executor:
         *,
         cancels: Cancels | None = None,
         solo: Solo | None = None,
+        in_thread: Callable[[ClaimedJob, Callable[..., Any]], Callable[..., Any]] | None = None,
     ) -> None:
         self._cancels = cancels
+        self._in_thread = in_thread  # wraps a sync actor's function (thread middleware)
         self._solo = solo or Solo()
         self._threads = threads
         self._cpu = cpu
@@ -228,7 +230,8 @@ class Executor:
     async def _run_sync(
         self, job: ClaimedJob, actor: AnyActor, args: list[Any], kwargs: dict[str, Any]
     ) -> Any:
-        future = self._threads.submit(actor.fn, args, kwargs)
+        fn = actor.fn if self._in_thread is None else self._in_thread(job, actor.fn)
+        future = self._threads.submit(fn, args, kwargs)
         if actor.timeout is None:
             return await future
         try:

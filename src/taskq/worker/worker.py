@@ -314,10 +314,16 @@ class Worker:
         cpu = CpuRunner(config, needed=any(actor.cpu_bound for actor in registry))
         cancels = Cancels()
         solo = Solo()  # jobs blamed for a shared death re-run with nothing beside them
-        executor = Executor(
-            registry, threads, cpu, config.result_max_bytes, cancels=cancels, solo=solo
-        )
         chain = MiddlewareChain(middleware)
+        executor = Executor(
+            registry,
+            threads,
+            cpu,
+            config.result_max_bytes,
+            cancels=cancels,
+            solo=solo,
+            in_thread=chain.in_thread if chain.has_thread_hooks else None,
+        )
         buffer = JobBuffer(self.concurrency, config.prefetch)
         acker = self.acker = Acker(store, self.id)
         heartbeat = self.heartbeat = Heartbeat(

@@ -58,10 +58,10 @@ def _say(message: str) -> None:
     print(f"taskq: {message}", file=sys.stderr, flush=True)
 
 
-def validate_main(path: str) -> int:
-    """``taskq workgroup validate PATH``."""
+def validate_main(path: str, *, actors_default: str | None = None) -> int:
+    """``taskq workgroup validate PATH`` (``actors_default``: see ``parse_config``)."""
     try:
-        config = load_config(path)
+        config = load_config(path, actors_default=actors_default)
     except InvalidWorkgroupConfig as exc:
         for error in exc.errors:
             _say(f"{exc.path}: {error}")
@@ -81,10 +81,10 @@ def validate_main(path: str) -> int:
     return EXIT_OK
 
 
-def start_main(path: str) -> int:
+def start_main(path: str, *, actors_default: str | None = None) -> int:
     """``taskq workgroup start PATH``: runs until SIGTERM/SIGINT."""
     try:
-        config = load_config(path)
+        config = load_config(path, actors_default=actors_default)
     except InvalidWorkgroupConfig as exc:
         _say(str(exc))
         return EXIT_ERROR

@@ -497,10 +497,16 @@ def _parse_worker(index: int, entry: Any, defaults: _Inherited, errors: _Errors)
     )
 
 
-def parse_config(doc: dict[str, Any], path: str = "<config>") -> WorkgroupConfig:
-    """Check a parsed TOML document; raise ``InvalidWorkgroupConfig`` listing every problem."""
+def parse_config(
+    doc: dict[str, Any], path: str = "<config>", *, actors_default: str | None = None
+) -> WorkgroupConfig:
+    """Check a parsed TOML document; raise ``InvalidWorkgroupConfig`` listing every problem.
+    ``actors_default``: the registry when the document names none (``manage.py
+    taskq_workgroup``: the Django project's)."""
     errors = _Errors()
     _unknown_keys(doc, _TOP_KEYS, "", errors)
+    if actors_default is not None:
+        doc = {"actors": actors_default, **doc}
     actors = doc.get("actors")
     if "actors" not in doc:
         errors.add("", 'missing required key "actors" (MODULE:ATTR of a taskq.Registry)')
@@ -537,8 +543,10 @@ def parse_config(doc: dict[str, Any], path: str = "<config>") -> WorkgroupConfig
     return WorkgroupConfig(path=path, actors=actors, supervisor=supervisor, workers=tuple(workers))
 
 
-def load_config(path: str | os.PathLike[str]) -> WorkgroupConfig:
-    """Read and check a workgroup TOML file."""
+def load_config(
+    path: str | os.PathLike[str], *, actors_default: str | None = None
+) -> WorkgroupConfig:
+    """Read and check a workgroup TOML file (``actors_default``: see ``parse_config``)."""
     name = str(path)
     try:
         data = Path(name).read_bytes()
@@ -554,7 +562,7 @@ def load_config(path: str | os.PathLike[str]) -> WorkgroupConfig:
         raise InvalidWorkgroupConfig(name, ["not UTF-8 text"]) from None
     except tomllib.TOMLDecodeError as exc:
         raise InvalidWorkgroupConfig(name, [f"invalid TOML: {exc}"]) from None
-    return parse_config(doc, name)
+    return parse_config(doc, name, actors_default=actors_default)
 
 
 def describe_dsn(config: WorkgroupConfig) -> str:
