@@ -4,12 +4,13 @@ acceptance tests in tests/acceptance/test_django_app.py run real ones)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from taskq import ConfigError
-from taskq.contrib.django.conf import REGISTRY, TaskqSettings, parse
+from taskq.contrib.django.conf import REGISTRY, TaskqSettings, parse, settings_table
 from taskq.contrib.django.db import dsn_of
 from taskq.settings import dsn_kind
 
@@ -69,3 +70,17 @@ def test_a_sqlite_database_is_its_file_and_memory_is_refused(tmp_path) -> None:
             dsn_of("sqlite", {"NAME": name})
     with pytest.raises(ConfigError, match="mysql backend"):
         dsn_of("mysql", {"NAME": "x"})
+
+
+def test_the_docs_show_the_settings_table_of_the_code() -> None:
+    """docs/django.md's table is ``settings_table()`` verbatim: a key added, renamed or
+    described anew in conf.py fails here until the page says the same."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "django.md").read_text()
+    found = re.search(
+        r"<!-- settings table:.*?-->\n(.*?)<!-- end of settings table -->", page, re.S
+    )
+    assert found, "docs/django.md lost its settings table markers"
+    assert found.group(1) == settings_table(), (
+        "regenerate it: python -c 'from taskq.contrib.django.conf import settings_table; "
+        'print(settings_table(), end="")\''
+    )
