@@ -9,7 +9,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +200,24 @@ def metric_value(text: str, name: str) -> float | None:
         if line.startswith(name + " "):
             return float(line.split()[1])
     return None
+
+
+@contextlib.contextmanager
+def worker_processes(
+    target: Any, log_dir: Path, *first: str, env: dict[str, str] | None = None
+) -> Iterator[Callable[..., WorkerProcess]]:
+    """``start(*args)`` starts a real worker (with ``first`` before ``args``, and ``env``
+    over the target's); every worker started is stopped when the block ends."""
+    started: list[WorkerProcess] = []
+
+    def start(*args: str) -> WorkerProcess:
+        log_path = log_dir / f"worker{len(started)}.log"
+        worker = WorkerProcess(target, *first, *args, env=env, log_path=log_path)
+        started.append(worker)
+        return worker
+
+    try:
+        yield start
+    finally:
+        for worker in started:
+            worker.stop()

@@ -8,6 +8,7 @@ and every child pid it ever logged.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,7 +17,7 @@ import sys
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +191,20 @@ class Workgroup:
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+@contextlib.contextmanager
+def workgroup_processes() -> Iterator[Callable[[Path, dict[str, str]], Workgroup]]:
+    """``start(config, env)`` starts a real workgroup; each is cleaned up at the end."""
+    started: list[Workgroup] = []
+
+    def start(config: Path, env: dict[str, str]) -> Workgroup:
+        wg = Workgroup(config, env)
+        started.append(wg)
+        return wg
+
+    try:
+        yield start
+    finally:
+        for wg in started:
+            wg.cleanup()

@@ -420,7 +420,13 @@ PERIODIC_TICKS_MISSED = _e(
 
 # -- the CPU process pool ----------------------------------------------------------------
 _area = "process pool"
-PROCESS_POOL_STARTED = _e("process-pool-started", INFO, "size", "the CPU process pool started")
+PROCESS_POOL_STARTED = _e(
+    "process-pool-started",
+    INFO,
+    "size late",
+    "the CPU process pool started: with the worker (a consumed queue has a cpu_bound "
+    "actor), or `late` at the first cpu_bound job that arrived on another queue",
+)
 PROCESS_POOL_PROCESS_READY = _e(
     "process-pool-process-ready",
     INFO,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
+from taskq.jobs import ActorConfig
 from tests.acceptance.test_cli import assert_one_line_error, taskq
+from tests.helpers import migrated_store
 
 QUEUE_KEYS = {
     "name",
@@ -86,19 +89,60 @@ def test_jobs_cancel_reports_each_job_and_exits_by_what_happened(migrated):
     assert unknown.returncode == 1
 
 
+def record_actor(target, name: str, queue: str) -> None:
+    """What a worker whose registry has the actor does when it starts."""
+
+    async def go() -> None:
+        async with migrated_store(target.dsn, target.schema) as store:
+            config = ActorConfig(name, queue, 3, 2, idempotent=False, cpu_bound=False, timeout=None)
+            await store.sync_actor_configs([config], force=False)
+
+    asyncio.run(go())
+
+
 def test_actors_limit_sets_and_lists_an_actors_limits(migrated):
     t = migrated
+    record_actor(t, "charge_card", "payments")
     out = taskq(t, "actors", "limit", "charge_card", "--concurrency", "2").stdout
     assert out.strip() == "actor charge_card: concurrency 2, rate unlimited"
     taskq(t, "actors", "limit", "charge_card", "--rate", "5/second")  # keeps the concurrency
     (row,) = json.loads(taskq(t, "actors", "--json").stdout)
     assert row == {
         "name": "charge_card",
-        "queue": None,  # no worker has recorded it yet
+        "queue": "payments",
         "concurrency_limit": 2,
         "rate_limit": "5/second",
     }
     assert "charge_card" in taskq(t, "actors").stdout
     taskq(t, "actors", "limit", "charge_card", "--clear")
-    assert json.loads(taskq(t, "actors", "--json").stdout) == []
+    assert [r["concurrency_limit"] for r in json.loads(taskq(t, "actors", "--json").stdout)] == [
+        None
+    ]
     assert_one_line_error(taskq(t, "actors", "limit", "charge_card", check=False), "give")
+
+
+def test_actors_limit_of_an_actor_no_worker_recorded_is_refused(migrated):
+    t = migrated
+    record_actor(t, "charge_card", "payments")
+    refused = taskq(t, "actors", "limit", "charge_crad", "--concurrency", "2", check=False)
+    assert refused.returncode == 1
+    assert_one_line_error(
+        refused, "no worker recorded an actor named 'charge_crad' (recorded: charge_card)"
+    )
+    assert json.loads(taskq(t, "actors", "--json").stdout)[0]["concurrency_limit"] is None
+
+
+@pytest.mark.parametrize("command", [("pause",), ("limit", "--concurrency", "2")])
+def test_queues_pause_or_limit_of_a_queue_nothing_uses_warns(migrated, command):
+    t = migrated
+    record_actor(t, "charge_card", "payments")
+    taskq(t, "enqueue", "some_actor", "--queue", "mail")
+    verb, *rest = command
+    for queue in ("payments", "mail"):  # an actor's queue, a queue with jobs: silent
+        assert taskq(t, "queues", verb, queue, *rest).stderr == ""
+    done = taskq(t, "queues", verb, "mial", *rest)  # done anyway, with a warning
+    assert done.returncode == 0 and "mial" in done.stdout
+    assert done.stderr.splitlines() == [
+        "taskq: warning: no actor or job uses queue 'mial' (used: mail, payments); "
+        "check the name if that is not what you meant"
+    ]

@@ -109,3 +109,43 @@ def test_schedules_on_a_store_no_worker_recorded_any(target: StoreTarget) -> Non
     taskq_cli(target, "migrate")
     assert "no schedules recorded" in taskq_cli(target, "schedules").stdout
     assert json.loads(taskq_cli(target, "schedules", "--json").stdout) == []
+
+
+def test_no_tick_is_enqueued_once_shutdown_began(target: StoreTarget, tmp_path: Path) -> None:
+    """A worker held in its shutdown grace by a running job for three ticks of an
+    every-second schedule enqueues none of them (they are owed to the next worker)."""
+    taskq_cli(target, "migrate")
+    runs, release = tmp_path / "runs.log", tmp_path / "release"
+    env = {**target.env, "TASKQ_TEST_RUNS": str(runs)}
+    worker = WorkerProcess(
+        target,
+        "--actors",
+        ACTORS,
+        "--queues",
+        "periodic,held",
+        "--shutdown-grace",
+        "60",
+        env=env,
+        log_path=tmp_path / "w.log",
+    )
+    try:
+        worker.wait_for_event("scheduler-started")
+        taskq_cli(target, "enqueue", "hold", "--args", json.dumps([str(release)]))
+        wait_until(lambda: runs.exists() and "hold start" in runs.read_text(), what="hold runs")
+        wait_until(lambda: len(beat_ticks(target)) >= 2, what="two ticks before the stop")
+        worker.signal(signal.SIGTERM)
+        stopping = datetime.fromisoformat(worker.wait_for_event("worker-stopping")["timestamp"])
+        # three ticks of the schedule fall in the shutdown grace
+        wait_until(
+            lambda: datetime.now(stopping.tzinfo) > stopping + timedelta(seconds=3.5),
+            what="three ticks into the shutdown grace",
+        )
+        assert worker.proc.poll() is None  # still in its grace, held by the job
+        release.touch()
+        assert worker.wait(30) == 0
+    finally:
+        worker.stop()
+    ticks = beat_ticks(target)
+    assert len(ticks) >= 2 and all(t <= stopping for t in ticks), (stopping, ticks)
+    logged = [datetime.fromisoformat(e["tick"]) for e in worker.events("periodic-enqueued")]
+    assert logged and all(t <= stopping for t in logged)

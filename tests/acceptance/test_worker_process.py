@@ -327,6 +327,7 @@ async def test_health_endpoints_on_a_tcp_port(store, spawn):
     worker = spawn("--health-port", "0")
     port = worker.wait_for_event("health-server-started")["port"]
     assert http_get_sync("/live", port=port) == (200, "ok\n")
+    worker.wait_for_event("worker-started")  # /ready: 503 until the consumers claim
     assert http_get_sync("/ready", port=port)[0] == 200
     status, text = http_get_sync("/metrics", port=port)
     assert status == 200

@@ -21,7 +21,13 @@ from taskq.store import create_store
 from taskq.workgroup import SupervisionEvent, Supervisor, parse_config
 from tests.helpers import async_wait_until, wait_until
 from tests.workgroup_actors import nap, noop, shout
-from tests.workgroup_harness import Workgroup, pid_alive, taskq_env, write_config
+from tests.workgroup_harness import (
+    Workgroup,
+    pid_alive,
+    taskq_env,
+    workgroup_processes,
+    write_config,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -35,16 +41,8 @@ shutdown_grace = {grace}
 
 @pytest.fixture
 def workgroups() -> Iterator[Callable[[Path, dict[str, str]], Workgroup]]:
-    started: list[Workgroup] = []
-
-    def start(config: Path, env: dict[str, str]) -> Workgroup:
-        wg = Workgroup(config, env)
-        started.append(wg)
-        return wg
-
-    yield start
-    for wg in started:
-        wg.cleanup()
+    with workgroup_processes() as start:
+        yield start
 
 
 @pytest.fixture

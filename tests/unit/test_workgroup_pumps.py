@@ -56,7 +56,7 @@ async def run_pump(data: bytes, **kwargs) -> asyncio.StreamReader:
 
 
 async def test_json_line_stays_json_with_worker_and_stream_added(captured: Captured) -> None:
-    seen: list[str] = []
+    seen: list[tuple[str, dict]] = []
     line = {
         "event": "worker-started",
         "level": "warning",
@@ -65,7 +65,9 @@ async def test_json_line_stays_json_with_worker_and_stream_added(captured: Captu
         "queues": ["a"],
         "timestamp": "2026-01-02T03:04:05+00:00",
     }
-    await run_pump(json.dumps(line).encode() + b"\n", on_event=seen.append)
+    await run_pump(
+        json.dumps(line).encode() + b"\n", on_event=lambda e, f: seen.append((e, dict(f)))
+    )
     (record,) = captured.records
     assert record.getMessage() == "worker-started" and record.levelno == logging.WARNING
     assert record.process == 7
@@ -75,7 +77,7 @@ async def test_json_line_stays_json_with_worker_and_stream_added(captured: Captu
         "worker": "api",
         "stream": "stderr",
     }
-    assert seen == ["worker-started"]
+    assert seen == [("worker-started", getattr(record, _FIELDS))]
 
 
 async def test_text_lines_and_an_unterminated_last_line(captured: Captured) -> None:
@@ -102,7 +104,7 @@ async def test_an_over_long_line_is_forwarded_in_pieces(captured: Captured) -> N
 
 
 async def test_a_failing_pump_logs_once_and_drains_the_pipe(captured: Captured) -> None:
-    def explode(event: str) -> None:
+    def explode(event: str, fields: object) -> None:
         raise RuntimeError("hook broke")
 
     lines = b"".join(json.dumps({"event": f"e{i}"}).encode() + b"\n" for i in range(100))

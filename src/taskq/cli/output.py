@@ -41,6 +41,11 @@ def error(message: object) -> None:
     print(f"taskq: {redaction.text(str(message))}", file=sys.stderr)
 
 
+def warn(message: object) -> None:
+    """A warning about what the user asked for (the command still does it), on stderr."""
+    print(f"taskq: warning: {message}", file=sys.stderr)
+
+
 def print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, default=str, ensure_ascii=False))
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import ConfigError
+from ..exceptions import ActorNotFound, ConfigError
 from ..jobs import Limits
 from ..store.queues import ACTOR, QUEUE
 from . import args
-from .output import EXIT_OK, print_json, print_table, with_client
+from .output import EXIT_OK, print_json, print_table, warn, with_client
 
 if TYPE_CHECKING:
     from ..client import AsyncClient
@@ -109,8 +109,25 @@ def cmd_queues(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+async def _warn_if_unused(client: AsyncClient, queue: str) -> None:
+    """A queue no recorded actor uses and no job is on is most likely a typo: say so
+    (the command still does what it was asked: a queue may be set up before its jobs)."""
+    used = {c.queue for c in (await client.store.actor_configs()).values()}
+    used |= {q.name for q in await client.queues() if any(q.depth.values())}
+    if queue not in used:
+        known = ", ".join(sorted(used)) or "none yet"
+        warn(
+            f"no actor or job uses queue {queue!r} (used: {known}); "
+            "check the name if that is not what you meant"
+        )
+
+
 def cmd_pause(ns: argparse.Namespace) -> int:
-    with_client(ns, lambda c: c.pause_queue(ns.name))
+    async def go(client: AsyncClient) -> None:
+        await client.pause_queue(ns.name)
+        await _warn_if_unused(client, ns.name)
+
+    with_client(ns, go)
     print(f"paused queue {ns.name}")
     return EXIT_OK
 
@@ -130,14 +147,19 @@ def cmd_limit(ns: argparse.Namespace) -> int:
 
     async def go(client: AsyncClient) -> Limits:
         new = Limits()
+        limits = await client.limits()
+        if kind == ACTOR and (ACTOR, ns.name) not in limits:
+            await _refuse_unknown_actor(client, ns.name)
         if not ns.clear:
-            old = (await client.limits()).get((kind, ns.name), Limits())
+            old = limits.get((kind, ns.name), Limits())
             new = Limits(
                 concurrency=old.concurrency if ns.concurrency is None else ns.concurrency,
                 rate=old.rate if ns.rate is None else ns.rate,
             )
         setter = client.set_queue_limits if kind == QUEUE else client.set_actor_limits
         await setter(ns.name, new.concurrency, new.rate)
+        if kind == QUEUE and not ns.clear:
+            await _warn_if_unused(client, ns.name)
         return new
 
     new = with_client(ns, go)
@@ -149,6 +171,18 @@ def cmd_limit(ns: argparse.Namespace) -> int:
             f"rate {new.rate or 'unlimited'}"
         )
     return EXIT_OK
+
+
+async def _refuse_unknown_actor(client: AsyncClient, name: str) -> None:
+    """An actor limit is for an actor some worker recorded (or one that has a limit
+    already, to change or clear it): anything else is a typo, refused."""
+    recorded = sorted(await client.store.actor_configs())
+    if name not in recorded:
+        raise ActorNotFound(
+            f"no worker recorded an actor named {name!r} (recorded: "
+            f"{', '.join(recorded) or 'none yet'}): check the name, or start a worker "
+            "whose registry has it first"
+        )
 
 
 def cmd_actors(ns: argparse.Namespace) -> int:

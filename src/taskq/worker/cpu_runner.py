@@ -1,7 +1,10 @@
 """cpu_bound actors: the adapter between a job and ``taskq.procpool.ProcessPool``.
 
-The pool is started only when the registry has cpu_bound actors (``procpool`` is
-imported then, not before). What the pool raises maps to outcomes:
+The pool is started with the worker only when one of the queues it consumes has a
+cpu_bound actor (``procpool`` is imported then, not before): a workgroup child serving
+I/O queues runs no pool. A cpu_bound job that arrives anyway (enqueued with another
+``queue=``) starts the pool then, once (``process-pool-started`` with ``late: true``).
+What the pool raises maps to outcomes:
 
 ===============================  ==========================================
 ``JobFailed``, ``JobTimedOut``   a clean failure: retry, then dead/failed
@@ -23,6 +26,7 @@ As a worker part it stops after the consumers: the pool's idle processes get
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -59,18 +63,28 @@ class CpuRunner(Stoppable):
 
     def __init__(self, config: WorkerConfig, *, needed: bool) -> None:
         self._config = config
-        self._needed = needed  # the registry has cpu_bound actors
+        self._needed = needed  # a queue this worker consumes has a cpu_bound actor
         self._pool: Any = None
         self._stopped = StopSignal()
+        self._changing = asyncio.Lock()  # one start or close of the pool at a time
 
     @property
     def started(self) -> bool:
         return self._pool is not None
 
     async def start(self) -> None:
-        """Start the process pool, if any actor needs it."""
-        if not self._needed:
-            return
+        """Start the process pool, if a consumed queue has a cpu_bound actor."""
+        if self._needed:
+            await self._start_pool(late=False)
+
+    async def _start_pool(self, *, late: bool) -> None:
+        async with self._changing:
+            if self._pool is not None or (late and self._stopped):
+                return
+            self._pool = await self._new_pool()
+            log.event(PROCESS_POOL_STARTED, size=self._pool.size, late=late)
+
+    async def _new_pool(self) -> Any:
         from ..procpool import ProcessPool
 
         pool = ProcessPool(
@@ -84,8 +98,7 @@ class CpuRunner(Stoppable):
             max_result_bytes=self._config.result_max_bytes,
         )
         await pool.start()
-        self._pool = pool
-        log.event(PROCESS_POOL_STARTED, size=pool.size)
+        return pool
 
     @property
     def excluded_actors(self) -> Sequence[str]:
@@ -97,7 +110,9 @@ class CpuRunner(Stoppable):
     async def run_job(self, job: ClaimedJob, actor: AnyActor) -> Outcome | None:
         """Run one job in the pool. ``None`` means: give it back uncharged."""
         if self._pool is None:
-            raise RuntimeError("the CPU process pool was not started")
+            await self._start_pool(late=True)
+            if self._pool is None:  # the worker is stopping: give the job back
+                return None
         try:
             result_json = await self._pool.run(
                 actor.name,
@@ -143,9 +158,10 @@ class CpuRunner(Stoppable):
             await self.close(CLOSE_GRACE)
 
     async def close(self, grace: float) -> None:
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            await pool.close(grace)
+        async with self._changing:
+            if self._pool is not None:
+                pool, self._pool = self._pool, None
+                await pool.close(grace)
 
 
 def _snoozed(exc: BaseException) -> float | None:

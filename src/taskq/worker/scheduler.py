@@ -11,6 +11,10 @@ same tick (each sleeps until the next tick of any schedule, at most ``MAX_SLEEP`
 
 A look that fails (the store is down) is logged and retried at the next wake; its ticks
 are still owed, since ``last_tick`` did not move.
+
+It is the worker's last part, so the first to stop: once shutdown began no tick is
+enqueued (a look in hand stops before its next tick); the ticks are owed to whichever
+worker looks next.
 """
 
 from __future__ import annotations
@@ -109,6 +113,8 @@ class Scheduler(Stoppable):
             info = recorded[schedule.name]
             due = schedule.due(info.last_tick or info.first_seen_at, now)
             for tick in due.enqueue:
+                if self._stopped:  # shutdown began: the ticks stay owed to other workers
+                    return enqueued
                 enqueued.append(await self._enqueue(schedule, tick))
             if due.skipped:
                 log.event(

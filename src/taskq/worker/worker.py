@@ -9,13 +9,15 @@ the fetcher's connections open (``store.warm_up``), then start the parts (``part
     heartbeat  registers the row; beats; removes the row when stopped
     acker      batched outcomes and give-backs; flushes when stopped
     sweeper    expired leases, pruning
-    scheduler  enqueues the ticks of periodic schedules (only when the registry has some)
     lag-monitor
     threads    sync actors
     cpu-pool   cpu_bound actors (a process pool only when the registry has some)
     cancel-watcher  stops the running jobs whose cancel was requested (worker/cancels.py)
     consumers  the task supervisor and its consumers
-    fetcher    claims                               (stopped first)
+    fetcher    claims
+    scheduler  enqueues the ticks of periodic schedules (only when the registry has
+               some)                                (stopped first: no tick once
+                                                     shutdown began)
 
 ``part.Parts`` owns every part's ``run`` task: if one ends before a stop was asked for,
 the worker logs it (``worker-part-died``, error) and shuts down with exit code 4
@@ -77,7 +79,7 @@ from .health import HealthServer
 from .heartbeat import Heartbeat
 from .lag import LagMonitor
 from .middleware import MiddlewareChain, load_middleware
-from .part import Ended, Part, Parts
+from .part import Ended, Part, Parts, PartState
 from .runners import Executor
 from .solo import Solo
 from .supervisor import TaskSupervisor
@@ -311,7 +313,9 @@ class Worker:
             workgroup_instance=config.workgroup_instance,
         )
         threads = ThreadRunner()
-        cpu = CpuRunner(config, needed=any(actor.cpu_bound for actor in registry))
+        cpu = CpuRunner(  # a pool only where a consumed queue has a cpu_bound actor
+            config, needed=any(a.cpu_bound and a.queue in self.queues for a in registry)
+        )
         cancels = Cancels()
         solo = Solo()  # jobs blamed for a shared death re-run with nothing beside them
         chain = MiddlewareChain(middleware)
@@ -385,13 +389,14 @@ class Worker:
                 quiet_after_outage=config.lease,
                 vacuum_after_prune=config.vacuum_after_prune,
             ),
-            *_scheduler(store, registry),
             LagMonitor(self._running_actors),
             threads,
             cpu,
             CancelWatcher(store, self.id, cancels),  # runs until the consumers are done
             supervisor,
-            self.fetcher,  # the first to stop: no claims once a stop is asked for
+            self.fetcher,  # no claims once a stop is asked for
+            # the first to stop: no periodic tick is enqueued once shutdown began
+            *_scheduler(store, registry),
         ]
 
     async def _serve(
@@ -464,10 +469,15 @@ class Worker:
         return sorted({job.actor for job in self.running.values()})
 
     async def _ready(self) -> tuple[bool, str]:
+        """Ready: every part started (the consumers wait for jobs, the fetcher claims), a
+        consumer is alive and the store answers."""
         if self.shutting_down or self._stop_reason is not None:
             return False, "shutting down"
-        if self.store is None:
-            return False, "starting"
+        parts, supervisor = self._parts, self.supervisor
+        if self.store is None or parts is None or parts.state("fetcher") is not PartState.RUNNING:
+            return False, "starting: the consumers do not claim yet"
+        if supervisor is not None and supervisor.alive == 0:
+            return False, "no consumer alive (they keep dying: see the `worker died` lines)"
         try:
             await asyncio.wait_for(self.store.ping(), READY_PING_TIMEOUT)
         except (TaskqError, TimeoutError) as exc:

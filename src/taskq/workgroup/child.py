@@ -16,17 +16,21 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
-from ..events import WORKER_STARTED
+from ..events import WORKER_CANNOT_START, WORKER_STARTED
 from ..parentdeath import SUPERVISOR_PID_ENV
 from ..restart import RestartPolicy
+from .. import redaction
 from .config import Pruning, SupervisorConfig, WorkerSpec, health_socket_path
 
 #: the bounded read of the pumps: a longer line is forwarded in pieces this big
 PIPE_LIMIT = 64 * 1024
 #: the event a worker logs once its signal handlers are in place
 WORKER_STARTED_EVENT = WORKER_STARTED.name
+#: the event a worker logs when it cannot start (its ``error`` says why)
+CANNOT_START_EVENT = WORKER_CANNOT_START.name
 
 
 class ChildState(enum.StrEnum):
@@ -155,6 +159,8 @@ class Child:
         #: the worker logged ``worker-started``: its signal handlers are installed, so a
         #: forwarded SIGHUP reloads it instead of killing it
         self.signals_ready = False
+        #: why the last incarnation could not start (its ``worker-cannot-start`` error)
+        self.cannot_start: str | None = None
 
     @property
     def name(self) -> str:
@@ -190,12 +196,35 @@ class Child:
         self.started_at = time.monotonic()
         self.healthy_once = False
         self.signals_ready = False
+        self.cannot_start = None
         self.state = ChildState.RUNNING
         return process
 
-    def on_child_event(self, event: str) -> None:
+    def on_child_event(self, event: str, fields: Mapping[str, Any]) -> None:
         if event == WORKER_STARTED_EVENT:
             self.signals_ready = True
+        elif event == CANNOT_START_EVENT and isinstance(fields.get("error"), str):
+            self.cannot_start = redaction.text(fields["error"]) or None
+
+    def not_ready(self) -> str | None:
+        """Why this child keeps its workgroup from being ready, as far as the supervisor
+        knows, or None while its process runs (then its own ``/ready`` decides). Never
+        a secret (``taskq.redaction``)."""
+        if self.state is ChildState.RUNNING and self.alive:
+            return None
+        cause = self.last_exit_cause or "not started yet"
+        if self.cannot_start:
+            cause += f": {self.cannot_start}"
+        if self.state is ChildState.LATCHED:
+            return (
+                f"{self.name} latched (burst limit exceeded; restart the workgroup) "
+                f"after it {cause}"
+            )
+        if self.state is ChildState.BACKOFF:
+            return f"{self.name} in backoff after it {cause}"
+        if self.state is ChildState.RUNNING:  # its process ended: the verdict is coming
+            return f"{self.name} exited"
+        return f"{self.name} {self.state.value}"
 
     def send(self, sig: signal.Signals) -> bool:
         """Signal the worker process itself; False if it is already gone."""

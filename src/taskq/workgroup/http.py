@@ -2,7 +2,10 @@
 ``taskq.http.EndpointServer``.
 
 ``GET /live``    200 while the supervisor's event loop answers.
-``GET /ready``   200, or 503 while any child is latched or the supervisor shuts down.
+``GET /ready``   200 once every configured child runs and its own ``/ready`` (asked over
+                 its health socket) is 200: its consumers claim and its store answers;
+                 503 while any child is starting, in backoff or latched, or the supervisor
+                 shuts down; the body names each child that is not ready and why.
 ``GET /metrics`` Prometheus text of ``metrics.WORKGROUP`` and of every running child's
                  worker metrics, labelled ``worker="<name>"`` (``scrape.py``).
 ``GET /status``  JSON: instance, state, and every child (name, pid, state, restarts,
@@ -11,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,7 +23,11 @@ from prometheus_client import generate_latest
 
 from .. import metrics
 from ..http import METRICS_CONTENT_TYPE, EndpointServer, Response, probe_route
-from .scrape import MergedMetrics, scrape_children
+from .scrape import MergedMetrics, child_not_ready, scrape_children
+
+#: how a not-ready answer starts (then "; "-separated problems, one per child)
+NOT_READY = "not ready: "
+SHUTTING_DOWN = "shutting down"
 
 #: (worker name, its health socket path, or None while it has no running process)
 ChildSockets = Callable[[], Sequence[tuple[str, str | None]]]
@@ -49,7 +57,17 @@ class StatusServer:
         await self._server.close()
 
     async def _readiness(self) -> tuple[bool, str]:
-        return self._ready()
+        """The supervisor's view (``ready``), then each running child's own ``/ready``."""
+        ok, why = self._ready()
+        if why == SHUTTING_DOWN:
+            return ok, why
+        problems = [] if ok else [why.removeprefix(NOT_READY)]
+        running = [(name, path) for name, path in self._children() if path is not None]
+        answers = await asyncio.gather(*(child_not_ready(n, p) for n, p in running))
+        problems += [answer for answer in answers if answer is not None]
+        if problems:
+            return False, NOT_READY + "; ".join(problems)
+        return True, "ready"
 
     async def _metrics(self) -> Response:
         children = list(self._children())

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -77,9 +77,9 @@ def forward_line(
     pid: int | None,
     part: int | None = None,
     final: bool = False,
-) -> str | None:
+) -> tuple[str, Mapping[str, Any]] | None:
     """Re-emit one line (or one piece of an over-long line) of a child's output; return
-    the event name when it was one of the child's JSON log lines."""
+    the event name and its fields when it was one of the child's JSON log lines."""
     text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
     if part is None and text.startswith("{"):
         try:
@@ -105,7 +105,7 @@ def forward_line(
             logger = obj.get("logger") if isinstance(obj.get("logger"), str) else None
             event = str(obj.get("event", "child-output"))
             _emit(level, event, forwarded, logger=logger, created=created, pid=child_pid)
-            return event
+            return event, forwarded
     fields: dict[str, Any] = {"worker": worker, "stream": stream, "line": text}
     if part is not None:
         fields["part"] = part
@@ -127,10 +127,10 @@ async def pump(
     stream: str,
     pid: int | None,
     limit: int,
-    on_event: Callable[[str], None] | None = None,
+    on_event: Callable[[str, Mapping[str, Any]], None] | None = None,
 ) -> None:
     """Forward ``reader`` until EOF. Never raises (except cancellation). ``on_event`` is
-    called with the name of each JSON log line the child writes."""
+    called with the name and the fields of each JSON log line the child writes."""
     part = 0  # > 0 while inside an over-long line
     try:
         while True:
@@ -159,7 +159,7 @@ async def pump(
             else:
                 event = forward_line(line, worker=worker, stream=stream, pid=pid)
                 if event is not None and on_event is not None:
-                    on_event(event)
+                    on_event(*event)
     except asyncio.CancelledError:
         raise
     except Exception as exc:

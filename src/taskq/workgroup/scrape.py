@@ -24,6 +24,7 @@ from prometheus_client.samples import Sample
 from .. import metrics
 from ..events import WORKGROUP_CHILD_METRICS_UNREADABLE, WORKGROUP_CHILD_SCRAPE_FAILED
 from ..logs import get_logger
+from .. import redaction
 
 log = get_logger(__name__)
 
@@ -38,6 +39,15 @@ WORKER_LABEL = "worker"
 async def fetch_unix(path: str, target: str = "/metrics") -> bytes:
     """GET ``target`` over the Unix socket ``path``; the body. Raises OSError, TimeoutError
     or ValueError (not a 200)."""
+    status, head, body = await get_unix(path, target)
+    if status != 200:
+        raise ValueError(f"answered {head[:40]!r}")
+    return body
+
+
+async def get_unix(path: str, target: str) -> tuple[int | None, bytes, bytes]:
+    """GET ``target`` over the Unix socket ``path``: (status, head, body). Raises OSError
+    or ValueError (a body over ``MAX_BODY``)."""
     reader, writer = await asyncio.open_unix_connection(path, limit=MAX_BODY)
     try:
         writer.write(f"GET {target} HTTP/1.0\r\nHost: child\r\n\r\n".encode())
@@ -58,9 +68,8 @@ async def fetch_unix(path: str, target: str = "/metrics") -> bytes:
         raise ValueError(f"metrics larger than {MAX_BODY} bytes")
     head, _, body = raw.partition(b"\r\n\r\n")
     status = head.split(b"\r\n", 1)[0].split()
-    if len(status) < 2 or status[1] != b"200":
-        raise ValueError(f"answered {head[:40]!r}")
-    return body
+    code = int(status[1]) if len(status) >= 2 and status[1].isdigit() else None
+    return code, head, body
 
 
 async def _one(name: str, path: str) -> tuple[str, bytes | None]:
@@ -75,6 +84,18 @@ async def scrape_children(children: Sequence[tuple[str, str]]) -> dict[str, byte
     """``{name: metrics text or None}`` for ``(name, socket path)`` pairs, all at once."""
     results = await asyncio.gather(*(_one(name, path) for name, path in children))
     return dict(results)
+
+
+async def child_not_ready(name: str, path: str) -> str | None:
+    """Why the child behind the socket ``path`` is not ready (its own ``/ready`` answer,
+    or that it did not answer), None when it answers 200."""
+    try:
+        status, _, body = await asyncio.wait_for(get_unix(path, "/ready"), SCRAPE_TIMEOUT)
+    except (OSError, TimeoutError, ValueError) as exc:
+        return f"{name} starting (its health socket does not answer yet: {type(exc).__name__})"
+    if status == 200:
+        return None
+    return f"{name}: {redaction.text(body.decode('utf-8', 'replace').strip())}"
 
 
 def _labelled(families: Iterable[Metric], worker: str) -> Iterator[Metric]:

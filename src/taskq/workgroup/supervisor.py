@@ -59,7 +59,7 @@ from ..store import Store, create_store
 from . import health, oom
 from .child import PIPE_LIMIT, Child, ChildState, build_command, describe_exit, exit_fields
 from .config import WorkgroupConfig
-from .http import StatusServer
+from .http import NOT_READY, SHUTTING_DOWN, StatusServer
 from .pumps import pump
 from .reporter import FleetReporter
 from .validate import warnings_for
@@ -182,11 +182,14 @@ class Supervisor:
         return len(sent)
 
     def readiness(self) -> tuple[bool, str]:
+        """The supervisor's own view: not ready while shutting down or while any child is
+        not running (not spawned yet, in backoff, latched); ``/ready`` also asks each
+        running child (``http.StatusServer``)."""
         if self.stopping:
-            return False, "shutting down"
-        latched = [c.name for c in self.children if c.latched]
-        if latched:
-            return False, "latched (burst limit exceeded): " + ", ".join(latched)
+            return False, SHUTTING_DOWN
+        problems = [p for p in (c.not_ready() for c in self.children) if p is not None]
+        if problems:
+            return False, NOT_READY + "; ".join(problems)
         return True, "ready"
 
     def status(self) -> dict[str, Any]:
