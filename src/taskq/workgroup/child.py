@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from .. import redaction
 from ..events import WORKER_CANNOT_START, WORKER_STARTED
 from ..parentdeath import SUPERVISOR_PID_ENV
 from ..restart import RestartPolicy
-from .. import redaction
 from .config import Pruning, SupervisorConfig, WorkerSpec, health_socket_path
 
 #: the bounded read of the pumps: a longer line is forwarded in pieces this big

@@ -21,10 +21,9 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from .. import metrics
+from .. import metrics, redaction
 from ..events import WORKGROUP_CHILD_METRICS_UNREADABLE, WORKGROUP_CHILD_SCRAPE_FAILED
 from ..logs import get_logger
-from .. import redaction
 
 log = get_logger(__name__)
 
