@@ -6,6 +6,8 @@ The tree::
     +-- ConfigError                  bad settings: DSN, schema name, TOML, CLI values
     |   +-- InvalidDSN
     |   +-- InvalidWorkgroupConfig   a workgroup TOML that cannot be used (every problem listed)
+    |   +-- InvalidWorkflow          a workflow refused before anything was written (a cycle,
+    |                                an unknown or foreign `after` step, over a size limit)
     +-- ActorError
     |   +-- ActorNotFound            a name or ``module:attr`` reference that resolves to nothing
     |   +-- ActorImportError         the ``module:attr`` module raised while importing
@@ -19,6 +21,7 @@ The tree::
     |   +-- StoreUnavailable         cannot connect / connection lost
     |   +-- SchemaNotMigrated        tables missing: run ``taskq migrate``
     +-- JobNotFound
+    +-- WorkflowNotFound
     +-- InvalidJobState              e.g. cancelling a job that already finished
     +-- NoCurrentJob                 ``taskq.current_job()`` outside a running job
     +-- ActorConfigDrift             the registry disagrees with the stored actor config
@@ -76,6 +79,10 @@ class InvalidWorkgroupConfig(ConfigError):
         super().__init__(f"{path}: {summary}")
 
 
+class InvalidWorkflow(ConfigError):
+    """invalid workflow: nothing was enqueued."""
+
+
 class ActorError(TaskqError):
     """actor error."""
 
@@ -126,6 +133,10 @@ class SchemaNotMigrated(StoreError):
 
 class JobNotFound(TaskqError):
     """no job with this id."""
+
+
+class WorkflowNotFound(TaskqError):
+    """no such workflow."""
 
 
 class NoCurrentJob(TaskqError):

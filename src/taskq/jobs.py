@@ -180,6 +180,8 @@ class Job:
     late: bool = False  # the outcome arrived after the crash rules had ended its run
     blamed_crashes: int = 0  # deaths whose cause pointed at the job (taskq.blame)
     unproven_crashes: int = 0  # deaths that blamed no job, or were shared with others
+    workflow_id: UUID | None = None  # the workflow this job is a step of (docs/workflows.md)
+    step: str | None = None  # its step name in that workflow
 
     @property
     def cancel_requested(self) -> bool:
@@ -188,15 +190,20 @@ class Job:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form used by ``--json`` output."""
-        out: dict[str, Any] = {}
-        for name in self.__dataclass_fields__:
-            value = getattr(self, name)
-            if isinstance(value, datetime):
-                value = value.isoformat()
-            elif isinstance(value, UUID):
-                value = str(value)
-            out[name] = value
-        return out
+        return plain_fields(self)
+
+
+def plain_fields(obj: Any) -> dict[str, Any]:
+    """A dataclass's fields, JSON-ready: datetimes in ISO form, UUIDs as text."""
+    out: dict[str, Any] = {}
+    for name in obj.__dataclass_fields__:
+        value = getattr(obj, name)
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, UUID):
+            value = str(value)
+        out[name] = value
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +223,9 @@ class ClaimedJob:
     snooze_count: int = 0
     meta_json: str | None = None  # the job's meta at claim (JSON object), None if none
     run_alone: bool = False  # blamed for a death it shared: run it with nothing else
+    workflow_id: UUID | None = None  # a workflow's step (docs/workflows.md), else None
+    step: str | None = None  # the step's name
+    upstream: tuple[UUID, ...] = ()  # the step's upstream steps (their results it reads)
 
 
 class OutcomeKind(enum.StrEnum):

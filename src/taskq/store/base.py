@@ -47,6 +47,7 @@ from ..jobs import (
     ScheduleInfo,
     WorkerInfo,
 )
+from ..workflows.model import StepRow, WorkflowInfo, WorkflowRow
 
 
 class Store(Protocol):
@@ -137,6 +138,30 @@ class Store(Protocol):
         """Make the queued jobs with the earliest future ``run_at`` on ``queues`` due now
         (``taskq.testing.drain`` jumping to the next scheduled moment). Returns their ids
         ([] when no job on those queues waits for a later time)."""
+
+    # -- workflows (docs/workflows.md; the fan-in is migration 0007's trigger) -----------
+    async def enqueue_workflow(self, workflow: WorkflowRow) -> None:
+        """Insert a workflow and every step of it in one transaction (all or nothing);
+        steps with no upstream step are due now, the others wait."""
+
+    async def get_workflow(self, workflow_id: UUID) -> WorkflowInfo | None:
+        """A workflow and its steps (in the order they were added), or None."""
+
+    async def upstream_results(self, step_ids: Sequence[UUID]) -> dict[str, Any]:
+        """``{step name: result}`` of these steps (a starting step's ``upstream``)."""
+
+    async def cancel_workflow(self, workflow_id: UUID, *, by: str | None = None) -> int | None:
+        """Cancel a workflow: its queued steps now, its running ones asked to stop (as
+        ``request_cancel``); record who. Returns how many steps moved; None if no such
+        workflow."""
+
+    async def complete_fanout(
+        self, worker_id: UUID, outcome: Outcome, added: Sequence[StepRow]
+    ) -> int:
+        """A running step's outcome with the steps it added to its workflow, in one
+        transaction, fenced as ``complete``: the added steps run after it, and the steps
+        after it wait for them too. A run no longer held (or one whose cancel was asked
+        for) adds nothing. Returns the rows changed (0: fenced out)."""
 
     # -- periodic schedules ------------------------------------------------------------
     async def record_schedules(self, schedules: Sequence[Mapping[str, str]], now: datetime) -> None:
@@ -272,6 +297,14 @@ class Store(Protocol):
         self, filters: JobFilter, *, before: UUID | None = None, limit: int = 50
     ) -> list[Job]:
         """A page of jobs newest first with ``id < before`` (keyset pagination)."""
+
+    async def list_workflows(
+        self, *, state: str | None = None, limit: int = 50
+    ) -> list[WorkflowInfo]:
+        """Workflows newest first, without their steps."""
+
+    async def workflow_totals(self) -> dict[str, int]:
+        """How many workflows ever finished, by end state (never goes back)."""
 
     async def job_errors(self, job_id: UUID) -> list[JobError]:
         """Every failed run of a job (exceptions and crashes), oldest first."""

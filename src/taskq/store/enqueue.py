@@ -44,6 +44,8 @@ PG_STATEMENTS = (
     "enqueue_stage",
     "enqueue_stage_copy",
     "enqueue_from_stage",
+    "workflow_insert",  # a workflow goes in beside its steps (store/workflows.py)
+    "workflow_steps_insert",
 )
 SETTLE_ROUNDS = 5  # a key whose holder keeps finishing between insert and lookup
 

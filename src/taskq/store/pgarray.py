@@ -15,8 +15,11 @@ array whose elements are all ``None`` is sent as NULL itself: in a multi-argumen
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 from uuid import UUID
+
+from ..jobs import Outcome
 
 
 def uuids(values: Iterable[UUID]) -> str:
@@ -52,3 +55,20 @@ def _quoted(value: str | None) -> str:
     if "\\" in value or '"' in value:
         value = value.replace("\\", "\\\\").replace('"', '\\"')
     return '"' + value + '"'
+
+
+def complete_params(worker_id: UUID, channel: str, outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """The parameters of ``complete``: a batch of outcomes as parallel arrays."""
+    return {
+        "worker_id": worker_id,
+        "channel": channel,
+        "ids": uuids([o.job_id for o in outcomes]),
+        "attempts": ints([o.attempt for o in outcomes]),
+        "kinds": texts([o.kind for o in outcomes]),
+        "results": texts([o.result_json for o in outcomes]),
+        "errors": texts([o.error for o in outcomes]),
+        "delays": floats([o.retry_delay for o in outcomes]),
+        "reasons": texts([o.dead_reason for o in outcomes]),
+        "blames": bools([o.blamed for o in outcomes]),
+        "metas": texts([o.meta_json for o in outcomes]),
+    }

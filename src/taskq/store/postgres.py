@@ -68,6 +68,7 @@ from .enqueue import (
 )
 from .listen import Listener
 from .postgres_insight import PostgresInsight
+from .postgres_workflows import PostgresWorkflows
 from .queues import LIMITS_TTL, count_full, limits_from_row, overview
 from .rows import Codec
 from .sqlfile import load_migrations, load_queries
@@ -147,7 +148,7 @@ class _Spare:
     since: float  # when it left the pool (monotonic)
 
 
-class PostgresStore(PostgresInsight):
+class PostgresStore(PostgresWorkflows, PostgresInsight):
     """``Store`` on Postgres; all tables live in ``schema``."""
 
     kind = "postgres"
@@ -824,21 +825,7 @@ class PostgresStore(PostgresInsight):
         if not outcomes:
             return 0
         return await self._fetchvalue(
-            "complete",
-            "changed",
-            {
-                "worker_id": worker_id,
-                "channel": self.channel,
-                "ids": pgarray.uuids([o.job_id for o in outcomes]),
-                "attempts": pgarray.ints([o.attempt for o in outcomes]),
-                "kinds": pgarray.texts([o.kind for o in outcomes]),
-                "results": pgarray.texts([o.result_json for o in outcomes]),
-                "errors": pgarray.texts([o.error for o in outcomes]),
-                "delays": pgarray.floats([o.retry_delay for o in outcomes]),
-                "reasons": pgarray.texts([o.dead_reason for o in outcomes]),
-                "blames": pgarray.bools([o.blamed for o in outcomes]),
-                "metas": pgarray.texts([o.meta_json for o in outcomes]),
-            },
+            "complete", "changed", pgarray.complete_params(worker_id, self.channel, outcomes)
         )
 
     async def give_back(self, worker_id: UUID, jobs: Sequence[tuple[UUID, int]]) -> int:

@@ -174,7 +174,7 @@ id, actor, queue, args::text, kwargs::text, priority, state, attempt, max_attemp
 crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
 worker_id, lease_expires_at, last_error, dead_reason, result::text AS result,
 snooze_count, cancelled_at, cancelled_by, meta::text AS meta, tags, unique_key, late,
-blamed_crashes, unproven_crashes
+blamed_crashes, unproven_crashes, workflow_id, step
 
 -- name: get_job
 -- description: One job by id.
@@ -197,14 +197,15 @@ SELECT state, count(*) AS count FROM jobs GROUP BY state;
 
 -- name: retry_jobs
 -- description: Dead or cancelled jobs back to queued now, counters reset, error kept.
--- A job whose unique key another job holds (or a newer job retried with it) stays put.
+-- A job whose unique key another job holds (or a newer job retried with it) stays put,
+-- and so does a workflow's step: the steps after it have ended (docs/workflows.md).
 WITH moved AS (
     UPDATE jobs
     SET state = 'queued', attempt = 0, crash_count = 0, blamed_crashes = 0,
         unproven_crashes = 0, snooze_count = 0, dead_reason = NULL,
         cancelled_at = NULL, cancelled_by = NULL, run_at = now(),
         started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
-    WHERE id = ANY(%(ids)s::uuid[]) AND state IN ('dead', 'cancelled')
+    WHERE id = ANY(%(ids)s::uuid[]) AND state IN ('dead', 'cancelled') AND workflow_id IS NULL
       AND (unique_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
             AND (strpos(h.unique_states, ',' || h.state || ',') > 0
@@ -217,14 +218,14 @@ SELECT id,
 FROM moved;
 
 -- name: retry_all_dead
--- description: Every dead job back to queued now; returns how many moved.
+-- description: Every dead job back to queued now; returns how many moved (not workflow steps).
 WITH moved AS (
     UPDATE jobs
     SET state = 'queued', attempt = 0, crash_count = 0, blamed_crashes = 0,
         unproven_crashes = 0, snooze_count = 0, dead_reason = NULL,
         cancelled_at = NULL, cancelled_by = NULL, run_at = now(),
         started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
-    WHERE state = 'dead'
+    WHERE state = 'dead' AND workflow_id IS NULL
       AND (unique_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
             AND (strpos(h.unique_states, ',' || h.state || ',') > 0
@@ -273,10 +274,12 @@ WHERE worker_id = %(worker_id)s AND state = 'running' AND cancelled_at IS NOT NU
 
 -- name: advance_next_scheduled
 -- description: Make the queued jobs with the earliest future run_at on these queues due
--- now (the clock jump of taskq.testing.drain). Returns their ids.
+-- now (the clock jump of taskq.testing.drain). Returns their ids. A workflow step that
+-- waits for its upstream steps is not scheduled: it is never made due here.
 WITH next AS (
     SELECT min(run_at) AS at FROM jobs
     WHERE state = 'queued' AND queue = ANY(%(queues)s::text[]) AND run_at > now()
+      AND coalesce(upstream_left, 0) = 0
 )
 UPDATE jobs SET run_at = now()
 FROM next
@@ -370,7 +373,7 @@ lost_worker_id = NULL, late = false
 -- never run twice, and a durable claim lets its outcome be written after a Postgres
 -- restart. A durable write that follows (complete, heartbeat) flushes the claim with it.
 c.id, c.actor, c.queue, c.args, c.kwargs, c.attempt, c.max_attempts, c.crash_count,
-c.max_crashes, c.idempotent, c.snooze_count, c.run_alone, c.meta,
+c.max_crashes, c.idempotent, c.snooze_count, c.run_alone, c.meta, c.workflow,
 set_config('synchronous_commit',
            CASE WHEN bool_and(c.idempotent) OVER () THEN 'off'
                 ELSE current_setting('synchronous_commit') END,
@@ -378,9 +381,13 @@ set_config('synchronous_commit',
 
 -- fragment: claimed_columns
 -- description: The claimed rows' columns (claim, claim_limited), JSON as text.
+-- A workflow's step carries [workflow id, step name, upstream ids] as one JSON column
+-- (NULL for every other job: one column, not three, on the plain job's path).
 jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args, jobs.kwargs::text AS kwargs,
 jobs.attempt, jobs.max_attempts, jobs.crash_count, jobs.max_crashes, jobs.idempotent,
-jobs.priority, jobs.run_at, jobs.snooze_count, jobs.run_alone, jobs.meta::text AS meta
+jobs.priority, jobs.run_at, jobs.snooze_count, jobs.run_alone, jobs.meta::text AS meta,
+CASE WHEN jobs.workflow_id IS NOT NULL
+     THEN json_build_array(jobs.workflow_id, jobs.step, jobs.upstream)::text END AS workflow
 
 -- fragment: claim_picked
 -- description: Start a run of each picked job (CTE picked: ids) and return its columns.
@@ -933,3 +940,118 @@ FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass;
 -- name: vacuum_jobs
 -- description: Reclaim the space of the jobs table's dead rows; a warning, not a wait, when another vacuum holds it.
 VACUUM (SKIP_LOCKED) jobs;
+
+-- name: workflow_insert
+-- description: Insert a workflow's row (with its steps, in one transaction: workflow_steps_insert).
+-- The workflow blocks that enqueue name {schema}: they also run on the caller's own
+-- connection (enqueue_workflow(..., connection=...)), whatever its search_path.
+INSERT INTO {schema}.workflows (id, name, steps, steps_left)
+VALUES (%(id)s, %(name)s, %(steps)s, %(steps)s);
+
+-- name: workflow_steps_insert
+-- description: Insert a workflow's steps from parallel arrays (each step's upstream and downstream ids as one array literal).
+-- A step with no upstream step is due now; the others wait (run_at %(waiting)s, never
+-- due) until the success of their last upstream step makes them due (0007_workflows).
+INSERT INTO {schema}.jobs (id, actor, queue, args, kwargs, priority, run_at,
+                           max_attempts, max_crashes, idempotent, workflow_id, step,
+                           upstream, downstream, upstream_left, on_failure)
+SELECT v.id, v.actor, v.queue, v.args::json, v.kwargs::json, v.priority,
+       CASE WHEN v.upstream_left = 0 THEN now() ELSE %(waiting)s::timestamptz END,
+       v.max_attempts, v.max_crashes, v.idempotent, %(workflow_id)s::uuid, v.step,
+       v.upstream::uuid[], v.downstream::uuid[], v.upstream_left, v.on_failure
+FROM unnest(%(ids)s::uuid[], %(actors)s::text[], %(queues)s::text[], %(args)s::text[],
+            %(kwargs)s::text[], %(priorities)s::int[], %(max_attempts)s::int[],
+            %(max_crashes)s::int[], %(idempotent)s::bool[], %(steps)s::text[],
+            %(upstream)s::text[], %(downstream)s::text[], %(upstream_left)s::int[],
+            %(on_failure)s::text[])
+     AS v(id, actor, queue, args, kwargs, priority, max_attempts, max_crashes, idempotent,
+          step, upstream, downstream, upstream_left, on_failure);
+
+-- fragment: workflow_columns
+-- description: Every column a WorkflowInfo is read from.
+id, name, state, steps, steps_left, failed_steps, cancelled_steps, created_at,
+finished_at, cancelled_at, cancelled_by
+
+-- name: workflow_get
+-- description: One workflow by id.
+SELECT {{workflow_columns}} FROM workflows WHERE id = %(id)s;
+
+-- name: workflow_steps
+-- description: Every step of a workflow, in the order they were added (UUIDv7 ids).
+SELECT id, step, actor, queue, state, upstream_left, upstream, on_failure, attempt,
+       dead_reason, cancelled_by, last_error, result::text AS result, created_at,
+       started_at, finished_at
+FROM jobs WHERE workflow_id = %(id)s
+ORDER BY id;
+
+-- name: workflow_list
+-- description: Workflows newest first (UUIDv7 ids are time-ordered), optionally in one state.
+SELECT {{workflow_columns}} FROM workflows
+WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: workflow_upstream_results
+-- description: The name and result of each of these steps (a step's `upstream`, as it starts).
+SELECT step, result::text AS result FROM jobs WHERE id = ANY(%(ids)s::uuid[]);
+
+-- name: workflow_request_cancel
+-- description: Cancel a workflow's steps: queued ones now; running ones are marked and their workers told.
+-- As request_cancel, by workflow: a step that a running step's fan-out or an ack made
+-- queued while this ran is caught by running it again (the store does).
+WITH moved AS (
+    UPDATE jobs
+    SET state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END,
+        finished_at = CASE WHEN state = 'queued' THEN now() ELSE finished_at END,
+        cancelled_at = now(), cancelled_by = %(by)s::text
+    WHERE workflow_id = %(id)s
+      AND (state = 'queued' OR (state = 'running' AND cancelled_at IS NULL))
+    RETURNING id, state
+)
+SELECT count(*) AS moved,
+       (SELECT count(pg_notify(%(cancel_channel)s, id::text))
+        FROM moved WHERE state = 'running') AS notified
+FROM moved;
+
+-- name: workflow_mark_cancelled
+-- description: Record who cancelled a workflow (its verdict, once its steps end, is `cancelled`).
+UPDATE workflows SET cancelled_at = now(), cancelled_by = %(by)s::text
+WHERE id = %(id)s AND cancelled_at IS NULL
+RETURNING id;
+
+-- name: workflow_fanout_fence
+-- description: Lock a running step that adds steps to its workflow, if this worker still holds its run (fenced).
+SELECT j.workflow_id, j.downstream, j.cancelled_at IS NOT NULL AS cancelling, w.steps
+FROM jobs j JOIN workflows w ON w.id = j.workflow_id
+WHERE j.id = %(id)s AND j.attempt = %(attempt)s AND j.worker_id = %(worker_id)s
+  AND j.state = 'running'
+FOR UPDATE OF j;
+
+-- name: workflow_fanout_link
+-- description: Steps added by a running step: it runs before them, and the steps after it wait for them too.
+WITH parent AS (
+    UPDATE jobs SET downstream = coalesce(downstream, ARRAY[]::uuid[]) || %(added)s::uuid[]
+    WHERE id = %(id)s
+    RETURNING workflow_id
+), after_it AS (
+    UPDATE jobs
+    SET upstream = coalesce(upstream, ARRAY[]::uuid[]) || %(added)s::uuid[],
+        upstream_left = upstream_left + cardinality(%(added)s::uuid[])
+    WHERE id = ANY(%(downstream)s::uuid[]) AND state = 'queued'
+)
+UPDATE workflows
+SET steps = steps + cardinality(%(added)s::uuid[]),
+    steps_left = steps_left + cardinality(%(added)s::uuid[])
+WHERE id = (SELECT workflow_id FROM parent);
+
+-- name: workflow_totals
+-- description: How many workflows ever finished, by state (taskq_workflows_finished_total).
+SELECT state, finished FROM workflow_totals ORDER BY state;
+
+-- name: prune_workflows
+-- description: Delete one batch of finished workflows whose steps are all pruned.
+DELETE FROM workflows
+WHERE id IN (SELECT w.id FROM workflows w
+             WHERE w.finished_at < %(before)s
+               AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = w.id)
+             LIMIT %(batch)s);

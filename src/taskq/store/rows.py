@@ -24,6 +24,29 @@ def _json(value: str | None) -> Any:
     return None if value is None else json.loads(value)
 
 
+def _step(r: Row) -> ClaimedJob:
+    """A claimed workflow step: its ``workflow`` column is [workflow id, step, upstream]."""
+    workflow_id, step, upstream = json.loads(r["workflow"])
+    return ClaimedJob(
+        id=UUID(str(r["id"])),
+        actor=r["actor"],
+        queue=r["queue"],
+        args_json=r["args"],
+        kwargs_json=r["kwargs"],
+        attempt=r["attempt"],
+        max_attempts=r["max_attempts"],
+        crash_count=r["crash_count"],
+        max_crashes=r["max_crashes"],
+        idempotent=bool(r["idempotent"]),
+        meta_json=r["meta"],
+        snooze_count=r["snooze_count"],
+        run_alone=bool(r["run_alone"]),
+        workflow_id=UUID(workflow_id),
+        step=step,
+        upstream=tuple(UUID(u) for u in upstream or ()),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Codec:
     """How one driver returns the values that are not plain ints, text and JSON text."""
@@ -70,6 +93,8 @@ class Codec:
             late=bool(r["late"]),
             blamed_crashes=r["blamed_crashes"],
             unproven_crashes=r["unproven_crashes"],
+            workflow_id=self.maybe_uuid(r["workflow_id"]),
+            step=r["step"],
         )
 
     def claimed(self, rows: Iterable[Row]) -> list[ClaimedJob]:
@@ -91,6 +116,8 @@ class Codec:
                 snooze_count=r["snooze_count"],
                 run_alone=bool(r["run_alone"]),
             )
+            if r["workflow"] is None
+            else _step(r)
             for r in rows
         ]
 

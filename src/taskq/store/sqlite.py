@@ -54,6 +54,7 @@ from .queues import ACTOR, LIMITS_TTL, QUEUE, count_full, limits_from_row, overv
 from .rows import Codec
 from .sqlfile import load_migrations, load_queries
 from .sqlite_insight import SqliteInsight
+from .sqlite_workflows import SqliteWorkflows
 
 log = get_logger(__name__)
 T = TypeVar("T")
@@ -167,7 +168,7 @@ class StoreThread:
         self._calls.put(None)
 
 
-class SqliteStore(SqliteInsight):
+class SqliteStore(SqliteWorkflows, SqliteInsight):
     """``Store`` on one SQLite file."""
 
     kind = "sqlite"

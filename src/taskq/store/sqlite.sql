@@ -88,7 +88,7 @@ id, actor, queue, args, kwargs, priority, state, attempt, max_attempts,
 crash_count, max_crashes, idempotent, run_at, created_at, started_at, finished_at,
 worker_id, lease_expires_at, last_error, dead_reason, result, snooze_count,
 cancelled_at, cancelled_by, meta, tags, unique_key, late,
-blamed_crashes, unproven_crashes
+blamed_crashes, unproven_crashes, workflow_id, step
 
 -- name: get_job
 -- description: One job by id.
@@ -110,13 +110,15 @@ SELECT state, count(*) AS count FROM jobs GROUP BY state;
 
 -- name: retry_jobs
 -- description: Dead or cancelled jobs back to queued now, counters reset, error kept.
--- A job whose unique key another job holds (or a newer job retried with it) stays put.
+-- A job whose unique key another job holds (or a newer job retried with it) stays put,
+-- and so does a workflow's step: the steps after it have ended (docs/workflows.md).
 UPDATE jobs
 SET state = 'queued', attempt = 0, crash_count = 0, blamed_crashes = 0,
     unproven_crashes = 0, snooze_count = 0, dead_reason = NULL,
     cancelled_at = NULL, cancelled_by = NULL, run_at = :now,
     started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('dead', 'cancelled')
+  AND workflow_id IS NULL
   AND (unique_key IS NULL OR NOT EXISTS (
       SELECT 1 FROM jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
         AND (instr(h.unique_states, ',' || h.state || ',') > 0
@@ -124,13 +126,13 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND state IN ('dead', 'cancelled
 RETURNING id;
 
 -- name: retry_all_dead
--- description: Every dead job back to queued now.
+-- description: Every dead job back to queued now (not workflow steps).
 UPDATE jobs
 SET state = 'queued', attempt = 0, crash_count = 0, blamed_crashes = 0,
     unproven_crashes = 0, snooze_count = 0, dead_reason = NULL,
     cancelled_at = NULL, cancelled_by = NULL, run_at = :now,
     started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
-WHERE state = 'dead'
+WHERE state = 'dead' AND workflow_id IS NULL
   AND (unique_key IS NULL OR NOT EXISTS (
       SELECT 1 FROM jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
         AND (instr(h.unique_states, ',' || h.state || ',') > 0
@@ -165,12 +167,14 @@ WHERE worker_id = :worker_id AND state = 'running' AND cancelled_at IS NOT NULL;
 
 -- name: advance_next_scheduled
 -- description: Make the queued jobs with the earliest future run_at on these queues due
--- now (the clock jump of taskq.testing.drain). Returns their ids.
+-- now (the clock jump of taskq.testing.drain). Returns their ids. A workflow step that
+-- waits for its upstream steps is not scheduled: it is never made due here.
 UPDATE jobs SET run_at = :now
 WHERE state = 'queued' AND queue IN (SELECT value FROM json_each(:queues))
+  AND coalesce(upstream_left, 0) = 0
   AND run_at = (SELECT min(run_at) FROM jobs
                 WHERE state = 'queued' AND queue IN (SELECT value FROM json_each(:queues))
-                  AND run_at > :now)
+                  AND run_at > :now AND coalesce(upstream_left, 0) = 0)
 RETURNING id;
 
 -- name: actor_configs
@@ -252,7 +256,9 @@ WHERE id IN (
     LIMIT :limit
 )
 RETURNING id, actor, queue, args, kwargs, attempt, max_attempts, crash_count, max_crashes,
-          idempotent, priority, run_at, snooze_count, meta, run_alone;
+          idempotent, priority, run_at, snooze_count, meta, run_alone,
+          CASE WHEN workflow_id IS NOT NULL
+               THEN json_array(workflow_id, step, json(upstream)) END AS workflow;
 
 -- name: limits_exist
 -- description: Does any limit apply to a claim on these queues?
@@ -306,7 +312,9 @@ UPDATE jobs
 SET {{start_run}}
 WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'queued'
 RETURNING id, actor, queue, args, kwargs, attempt, max_attempts, crash_count, max_crashes,
-          idempotent, priority, run_at, snooze_count, meta, run_alone;
+          idempotent, priority, run_at, snooze_count, meta, run_alone,
+          CASE WHEN workflow_id IS NOT NULL
+               THEN json_array(workflow_id, step, json(upstream)) END AS workflow;
 
 -- name: count_limit_starts
 -- description: Add the claimed jobs to the current start bucket (1/20 period) of each rate limit they fall under.
@@ -613,3 +621,100 @@ FROM schedules ORDER BY name;
 -- description: A schedule's ticks up to this one are done (enqueued or skipped); never back.
 UPDATE schedules SET last_tick = :tick
 WHERE name = :name AND (last_tick IS NULL OR last_tick < :tick);
+
+-- name: workflow_insert
+-- description: Insert a workflow's row (with its steps, in one transaction).
+INSERT INTO workflows (id, name, steps, steps_left, created_at)
+VALUES (:id, :name, :steps, :steps, :now);
+
+-- name: workflow_steps_insert
+-- description: Insert one step of a workflow (executemany, one row a tuple).
+-- A step with no upstream step is due now; the others wait (run_at at the end of time)
+-- until the success of their last upstream step makes them due (0007_workflows).
+INSERT INTO jobs (id, actor, queue, args, kwargs, priority, run_at, created_at,
+                  max_attempts, max_crashes, idempotent, workflow_id, step, upstream,
+                  downstream, upstream_left, on_failure)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- fragment: workflow_columns
+-- description: Every column a WorkflowInfo is read from.
+id, name, state, steps, steps_left, failed_steps, cancelled_steps, created_at,
+finished_at, cancelled_at, cancelled_by
+
+-- name: workflow_get
+-- description: One workflow by id.
+SELECT {{workflow_columns}} FROM workflows WHERE id = :id;
+
+-- name: workflow_steps
+-- description: Every step of a workflow, in the order they were added (UUIDv7 ids).
+SELECT id, step, actor, queue, state, upstream_left, upstream, on_failure, attempt,
+       dead_reason, cancelled_by, last_error, result, created_at, started_at, finished_at
+FROM jobs WHERE workflow_id = :id
+ORDER BY id;
+
+-- name: workflow_list
+-- description: Workflows newest first (UUIDv7 ids are time-ordered), optionally in one state.
+SELECT {{workflow_columns}} FROM workflows
+WHERE (:state IS NULL OR state = :state)
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: workflow_upstream_results
+-- description: The name and result of each of these steps (a step's `upstream`, as it starts).
+SELECT step, result FROM jobs WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: workflow_request_cancel
+-- description: Cancel a workflow's steps: queued ones now; running ones are marked (their workers poll).
+UPDATE jobs
+SET state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END,
+    finished_at = CASE WHEN state = 'queued' THEN :now ELSE finished_at END,
+    cancelled_at = :now, cancelled_by = :by
+WHERE workflow_id = :id
+  AND (state = 'queued' OR (state = 'running' AND cancelled_at IS NULL));
+
+-- name: workflow_mark_cancelled
+-- description: Record who cancelled a workflow (its verdict, once its steps end, is `cancelled`).
+UPDATE workflows SET cancelled_at = :now, cancelled_by = :by
+WHERE id = :id AND cancelled_at IS NULL;
+
+-- name: workflow_fanout_fence
+-- description: A running step that adds steps to its workflow, if this worker still holds its run (fenced).
+SELECT j.workflow_id, j.downstream, j.cancelled_at IS NOT NULL AS cancelling, w.steps
+FROM jobs j JOIN workflows w ON w.id = j.workflow_id
+WHERE j.id = :id AND j.attempt = :attempt AND j.worker_id = :worker_id
+  AND j.state = 'running';
+
+-- name: workflow_fanout_parent
+-- description: Steps added by a running step run after it.
+UPDATE jobs
+SET downstream = (SELECT json_group_array(value)
+                  FROM (SELECT value FROM json_each(coalesce(jobs.downstream, '[]'))
+                        UNION ALL SELECT value FROM json_each(:added)))
+WHERE id = :id;
+
+-- name: workflow_fanout_after
+-- description: The steps after a running step wait for the steps it added too.
+UPDATE jobs
+SET upstream = (SELECT json_group_array(value)
+                FROM (SELECT value FROM json_each(coalesce(jobs.upstream, '[]'))
+                      UNION ALL SELECT value FROM json_each(:added))),
+    upstream_left = upstream_left + json_array_length(:added)
+WHERE id IN (SELECT value FROM json_each(:downstream)) AND state = 'queued';
+
+-- name: workflow_fanout_count
+-- description: A workflow holds the steps a running step added.
+UPDATE workflows
+SET steps = steps + json_array_length(:added), steps_left = steps_left + json_array_length(:added)
+WHERE id = :id;
+
+-- name: workflow_totals
+-- description: How many workflows ever finished, by state (taskq_workflows_finished_total).
+SELECT state, finished FROM workflow_totals ORDER BY state;
+
+-- name: prune_workflows
+-- description: Delete one batch of finished workflows whose steps are all pruned.
+DELETE FROM workflows
+WHERE id IN (SELECT w.id FROM workflows w
+             WHERE w.finished_at < :before
+               AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = w.id)
+             LIMIT :batch);

@@ -58,6 +58,12 @@ CREATE TABLE jobs (
     blamed_crashes integer NOT NULL DEFAULT 0,
     unproven_crashes integer NOT NULL DEFAULT 0,
     run_alone boolean NOT NULL DEFAULT false,
+    workflow_id uuid,
+    step text,
+    upstream uuid[],
+    downstream uuid[],
+    upstream_left integer,
+    on_failure text,
     CONSTRAINT jobs_attempt_check CHECK (((attempt >= 0) AND (crash_count >= 0))),
     CONSTRAINT jobs_dead_reason_check CHECK (((state = 'dead'::text) = (dead_reason IS NOT NULL))),
     CONSTRAINT jobs_pkey PRIMARY KEY (id),
@@ -135,6 +141,30 @@ CREATE TABLE workers (
     CONSTRAINT workers_pkey PRIMARY KEY (id)
 ) WITH (autovacuum_vacuum_scale_factor=0.05, fillfactor=70);
 
+CREATE TABLE workflow_totals (
+    state text NOT NULL,
+    finished bigint NOT NULL,
+    CONSTRAINT workflow_totals_pkey PRIMARY KEY (state)
+);
+
+CREATE TABLE workflows (
+    id uuid NOT NULL,
+    name text NOT NULL,
+    state text NOT NULL DEFAULT 'running'::text,
+    steps integer NOT NULL,
+    steps_left integer NOT NULL,
+    failed_steps integer NOT NULL DEFAULT 0,
+    cancelled_steps integer NOT NULL DEFAULT 0,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    finished_at timestamp with time zone,
+    cancelled_at timestamp with time zone,
+    cancelled_by text,
+    CONSTRAINT workflows_pkey PRIMARY KEY (id),
+    CONSTRAINT workflows_state_check CHECK ((state = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text]))),
+    CONSTRAINT workflows_steps_check CHECK ((steps >= 1)),
+    CONSTRAINT workflows_steps_left_check CHECK ((steps_left >= 0))
+);
+
 CREATE TABLE workgroups (
     instance uuid NOT NULL,
     hostname text NOT NULL,
@@ -158,7 +188,11 @@ CREATE INDEX jobs_tags_idx ON jobs USING gin (tags) WHERE (tags IS NOT NULL);
 
 CREATE UNIQUE INDEX jobs_unique_idx ON jobs USING btree (unique_key) WHERE ((unique_key IS NOT NULL) AND (strpos(unique_states, ((','::text || state) || ','::text)) > 0));
 
+CREATE INDEX jobs_workflow_idx ON jobs USING btree (workflow_id) WHERE (workflow_id IS NOT NULL);
+
 CREATE INDEX workers_wg_lookup_idx ON workers USING btree (workgroup_instance, worker_label, last_seen_at DESC) WHERE (workgroup_instance IS NOT NULL);
+
+CREATE INDEX workflows_finished_idx ON workflows USING btree (finished_at) WHERE (finished_at IS NOT NULL);
 
 CREATE OR REPLACE FUNCTION crash_outcome(blamed_crashes integer, unproven_crashes integer, max_crashes integer, idempotent boolean, blamed boolean, shared boolean, max_unblamed integer)
  RETURNS text
@@ -197,6 +231,91 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION workflow_step_moved()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    channel  text := left('taskq_' || TG_TABLE_SCHEMA, 63);
+    frontier uuid[];
+    cascaded integer := 0;
+    left_now integer;
+    final    text;
+    notified bigint;
+BEGIN
+    IF pg_trigger_depth() > 1
+       OR OLD.state IN ('succeeded', 'dead', 'cancelled')
+       OR NEW.state NOT IN ('succeeded', 'dead', 'cancelled') THEN
+        RETURN NULL;
+    END IF;
+    IF NEW.state = 'succeeded' THEN
+        -- one upstream fewer for each step after it; the last one makes it due now
+        WITH u AS (
+            UPDATE jobs
+            SET upstream_left = upstream_left - 1,
+                run_at = CASE WHEN upstream_left = 1 THEN now() ELSE run_at END
+            WHERE id = ANY(NEW.downstream) AND state = 'queued' AND upstream_left > 0
+            RETURNING queue, upstream_left
+        )
+        SELECT count(pg_notify(channel, r.queue)) INTO notified
+        FROM (SELECT DISTINCT queue FROM u WHERE upstream_left = 0) AS r;
+    ELSE
+        -- dead or cancelled: the steps after it will never run, except on_failure='run'
+        -- steps, for which an ended upstream step counts as done.
+        frontier := ARRAY[NEW.id];
+        LOOP
+            WITH e AS (
+                SELECT d.id, count(*) AS n
+                FROM jobs f, unnest(f.downstream) AS d(id)
+                WHERE f.id = ANY(frontier) GROUP BY d.id
+            ), u AS (
+                UPDATE jobs
+                SET upstream_left = jobs.upstream_left - e.n,
+                    run_at = CASE WHEN jobs.upstream_left = e.n THEN now() ELSE jobs.run_at END
+                FROM e
+                WHERE jobs.id = e.id AND jobs.state = 'queued' AND jobs.on_failure = 'run'
+                  AND jobs.upstream_left > 0
+                RETURNING jobs.queue, jobs.upstream_left
+            ), gone AS (
+                UPDATE jobs
+                SET state = 'cancelled', finished_at = now(), cancelled_at = now(),
+                    cancelled_by = 'upstream_failed'
+                FROM e
+                WHERE jobs.id = e.id AND jobs.state = 'queued' AND jobs.on_failure <> 'run'
+                RETURNING jobs.id
+            )
+            SELECT (SELECT array_agg(id) FROM gone),
+                   (SELECT count(pg_notify(channel, r.queue))
+                    FROM (SELECT DISTINCT queue FROM u WHERE upstream_left = 0) AS r)
+            INTO frontier, notified;
+            EXIT WHEN frontier IS NULL;
+            cascaded := cascaded + cardinality(frontier);
+        END LOOP;
+    END IF;
+    UPDATE workflows
+    SET steps_left = steps_left - 1 - cascaded,
+        failed_steps = failed_steps + CASE WHEN NEW.state = 'dead' THEN 1 ELSE 0 END,
+        cancelled_steps = cancelled_steps + cascaded
+                          + CASE WHEN NEW.state = 'cancelled' THEN 1 ELSE 0 END
+    WHERE id = NEW.workflow_id
+    RETURNING steps_left INTO left_now;
+    IF left_now = 0 THEN
+        UPDATE workflows
+        SET finished_at = now(),
+            state = CASE WHEN failed_steps > 0 THEN 'failed'
+                         WHEN cancelled_steps > 0 OR cancelled_at IS NOT NULL THEN 'cancelled'
+                         ELSE 'succeeded' END
+        WHERE id = NEW.workflow_id
+        RETURNING state INTO final;
+        INSERT INTO workflow_totals AS t (state, finished) VALUES (final, 1)
+        ON CONFLICT (state) DO UPDATE SET finished = t.finished + 1;
+    END IF;
+    RETURN NULL;
+END
+$function$;
+
 CREATE TRIGGER jobs_notify_enqueued AFTER INSERT ON jobs REFERENCING NEW TABLE AS new_jobs FOR EACH STATEMENT EXECUTE FUNCTION notify_enqueued();
 
 CREATE TRIGGER jobs_record_error AFTER UPDATE OF last_error ON jobs FOR EACH ROW WHEN (((old.state = 'running'::text) AND (new.state = ANY (ARRAY['queued'::text, 'dead'::text])) AND (new.last_error IS NOT NULL) AND (new.attempt = old.attempt))) EXECUTE FUNCTION record_job_error();
+
+CREATE TRIGGER jobs_workflow_step AFTER UPDATE OF state ON jobs FOR EACH ROW WHEN (((new.workflow_id IS NOT NULL) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION workflow_step_moved();

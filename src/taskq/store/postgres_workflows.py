@@ -1,0 +1,147 @@
+"""The Postgres store's workflow calls (``PostgresStore`` inherits them).
+
+The fan-in itself is not here: the ``jobs_workflow_step`` trigger (migration 0007) does
+it inside whatever statement ends a step. These are the inserts, the reads, the cancel
+and a running step's fan-out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.rows import DictRow, dict_row
+
+from ..jobs import Outcome
+from ..workflows.model import MAX_STEPS, StepRow, WorkflowInfo, WorkflowRow
+from . import pgarray
+from .enqueue import run_async
+from .pgarray import complete_params
+from .rows import Codec
+from .sqlfile import load_queries
+from .workflows import (
+    pg_steps_params,
+    pg_workflow_steps,
+    too_many,
+    upstream_results,
+    workflow_info,
+)
+
+Q = load_queries("postgres.sql")
+#: how often cancel_workflow tries again when the server broke a deadlock against it (an
+#: ack ending a step of the same workflow at that moment)
+CANCEL_TRIES = 5
+
+
+def _ids(value: Any) -> list[UUID]:
+    return list(value)
+
+
+class PostgresWorkflows:
+    """Workflow inserts, reads, cancel and fan-out on Postgres."""
+
+    if TYPE_CHECKING:
+        _codec: Codec
+        cancel_channel: str
+        channel: str
+        enqueue_sql: dict[str, str]
+
+        def _connection(self) -> AbstractAsyncContextManager[psycopg.AsyncConnection]: ...
+
+        async def _fetchall(
+            self, name: str, params: dict[str, Any] | None = None
+        ) -> list[DictRow]: ...
+
+        async def _fetchone(
+            self, name: str, params: dict[str, Any] | None = None
+        ) -> DictRow | None: ...
+
+    async def enqueue_workflow(self, workflow: WorkflowRow) -> None:
+        async with self._connection() as conn, conn.transaction():
+            await run_async(conn, pg_workflow_steps(self.enqueue_sql, workflow))
+
+    async def get_workflow(self, workflow_id: UUID) -> WorkflowInfo | None:
+        row = await self._fetchone("workflow_get", {"id": workflow_id})
+        if row is None:
+            return None
+        steps = await self._fetchall("workflow_steps", {"id": workflow_id})
+        return workflow_info(self._codec, row, steps, ids=_ids)
+
+    async def list_workflows(
+        self, *, state: str | None = None, limit: int = 50
+    ) -> list[WorkflowInfo]:
+        rows = await self._fetchall("workflow_list", {"state": state, "limit": limit})
+        return [workflow_info(self._codec, r) for r in rows]
+
+    async def workflow_totals(self) -> dict[str, int]:
+        return {r["state"]: int(r["finished"]) for r in await self._fetchall("workflow_totals")}
+
+    async def upstream_results(self, step_ids: Sequence[UUID]) -> dict[str, Any]:
+        if not step_ids:
+            return {}
+        rows = await self._fetchall("workflow_upstream_results", {"ids": pgarray.uuids(step_ids)})
+        return upstream_results(rows)
+
+    async def cancel_workflow(self, workflow_id: UUID, *, by: str | None = None) -> int | None:
+        if await self._fetchone("workflow_get", {"id": workflow_id}) is None:
+            return None
+        params = {"id": workflow_id, "by": by, "cancel_channel": self.cancel_channel}
+        moved = 0
+        # Twice: a step made queued by a fan-out or an ack that held a row this statement
+        # waited for is not in its snapshot; the second statement's snapshot has it. Every
+        # step running after the first carries the cancel and can release nothing more.
+        for _ in range(2):
+            row = await self._retry_deadlock("workflow_request_cancel", params)
+            moved += int(row["moved"]) if row else 0
+        await self._fetchone("workflow_mark_cancelled", {"id": workflow_id, "by": by})
+        return moved
+
+    async def _retry_deadlock(self, name: str, params: dict[str, Any]) -> DictRow | None:
+        for attempt in range(CANCEL_TRIES):
+            try:
+                async with self._connection() as conn:
+                    cur = conn.cursor(row_factory=dict_row)
+                    await cur.execute(Q[name], params)
+                    return await cur.fetchone()
+            except Exception as exc:
+                if attempt + 1 == CANCEL_TRIES or not isinstance(
+                    exc.__cause__, pg_errors.DeadlockDetected
+                ):
+                    raise
+        return None
+
+    async def complete_fanout(
+        self, worker_id: UUID, outcome: Outcome, added: Sequence[StepRow]
+    ) -> int:
+        async with self._connection() as conn, conn.transaction():
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(
+                Q["workflow_fanout_fence"],
+                {"id": outcome.job_id, "attempt": outcome.attempt, "worker_id": worker_id},
+            )
+            held = await cur.fetchone()
+            if held is None:
+                return 0  # fenced out: the run that added them is not this one any more
+            if not held["cancelling"]:
+                if held["steps"] + len(added) > MAX_STEPS:
+                    outcome = too_many(outcome, held["steps"], len(added))
+                else:
+                    await cur.execute(
+                        self.enqueue_sql["workflow_steps_insert"],
+                        pg_steps_params(held["workflow_id"], added),
+                    )
+                    await cur.execute(
+                        Q["workflow_fanout_link"],
+                        {
+                            "id": outcome.job_id,
+                            "added": pgarray.uuids(s.spec.id for s in added),
+                            "downstream": pgarray.uuids(held["downstream"] or ()),
+                        },
+                    )
+            await cur.execute(Q["complete"], complete_params(worker_id, self.channel, [outcome]))
+            row = await cur.fetchone()
+            return int(row["changed"]) if row else 0
