@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import textwrap
@@ -96,7 +97,7 @@ class DjangoProject:
         self.app_schema = f"app_dj_{self.token}"  # Django's own tables (Postgres)
         self.application_name = f"taskq-django-{self.token}"
         self.pg_dsn = pg_dsn
-        self._procs: list[subprocess.Popen[bytes]] = []
+        self._procs: list[LogProcess] = []
         run([str(BIN / "django-admin"), "startproject", "site_", str(root)], cwd=root)
         self.manage(["startapp", "shop"])
         (root / "shop" / "models.py").write_text(MODELS)
@@ -175,7 +176,7 @@ class DjangoProject:
         proc = LogProcess(
             [sys.executable, *args], cwd=self.root, env=dict(env or self.env), log=log
         )
-        self._procs.append(proc.proc)
+        self._procs.append(proc)
         return proc
 
     def terminate_backends(self) -> int:
@@ -192,9 +193,7 @@ class DjangoProject:
 
     def close(self) -> None:
         for proc in self._procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
+            proc.stop(signal.SIGKILL, timeout=10)  # a no-op for the ones already stopped
         if self.kind == "postgres":
             assert self.pg_dsn is not None
             with psycopg.connect(self.pg_dsn, autocommit=True) as conn:
@@ -250,8 +249,10 @@ class LogProcess:
         return wait_until(seen, timeout=timeout, what=f"log event {name!r}")
 
     def stop(self, sig: int, timeout: float = 60.0) -> int:
-        self.proc.send_signal(sig)
+        """Signal it (unless it has exited) and wait; its exit code."""
         try:
+            if self.proc.poll() is None:
+                self.proc.send_signal(sig)
             return self.proc.wait(timeout)
         finally:
             self._log.close()
