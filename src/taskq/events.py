@@ -396,6 +396,13 @@ JOBS_VACUUMED = _e("jobs-vacuumed", INFO, "seconds", "the jobs table was vacuume
 JOBS_VACUUM_FAILED = _e(
     "jobs-vacuum-failed", WARNING, "error note", "the VACUUM after a prune failed or was refused"
 )
+BACKLOG_METRICS = _e(
+    "backlog-metrics",
+    INFO,
+    "leader holder",
+    "this worker (outside a workgroup) took (`leader` true) or lost the backlog-metrics "
+    "lease: while it holds it, it exports the fleet's `taskq_queue_*` backlog metrics",
+)
 SCHEDULER_STARTED = _e(
     "scheduler-started", INFO, "schedules", "the registry's periodic schedules were recorded"
 )

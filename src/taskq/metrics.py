@@ -1,8 +1,11 @@
 """Every Prometheus metric taskq exports, defined in one place.
 
-Two registries, one per kind of process: a worker serves ``WORKER`` at its
-``/metrics``; a workgroup supervisor serves ``WORKGROUP``. Names are part of the public
-contract (CONTRACT.md) and of the alert rules in ``deploy/prometheus/alerts.yml``.
+One registry per kind of process: a worker serves ``WORKER`` at its ``/metrics``; a
+workgroup supervisor serves ``WORKGROUP``. The fleet's backlog (``BACKLOG``: computed by
+the one process holding the backlog-metrics lease, ``taskq.backlog``) is included in
+``WORKGROUP`` and in ``BARE_WORKER``, what a worker outside a workgroup serves. Names are
+part of the public contract (CONTRACT.md) and of the alert rules in
+``deploy/prometheus/alerts.yml``.
 
 The values are kept here, by the small ``Counter``, ``Gauge`` and ``Histogram`` below
 (the subset of ``prometheus_client``'s API taskq uses: ``labels``, ``inc``, ``dec``,
@@ -26,13 +29,19 @@ INF = float("inf")
 
 
 class Registry:
-    """The metric families of one kind of process, in the order they were defined."""
+    """The metric families of one kind of process, in the order they were defined, then
+    those of the registries it ``includes``."""
 
-    def __init__(self) -> None:
-        self._families: list[_Family[Any]] = []
+    def __init__(self, *includes: Registry) -> None:
+        self._own: list[_Family[Any]] = []
+        self._includes = includes
+
+    @property
+    def _families(self) -> list[_Family[Any]]:
+        return self._own + [f for r in self._includes for f in r._families]
 
     def add(self, family: _Family[Any]) -> None:
-        self._families.append(family)
+        self._own.append(family)
 
     def collect(self) -> Iterator[Any]:
         """``prometheus_client`` metric families (what ``generate_latest`` reads)."""
@@ -238,7 +247,9 @@ class Histogram(_Family[_Observed]):
 
 
 WORKER = Registry()
-WORKGROUP = Registry()
+BACKLOG = Registry()
+WORKGROUP = Registry(BACKLOG)
+BARE_WORKER = Registry(WORKER, BACKLOG)  # a worker outside a workgroup
 
 # -- worker: the task supervisor (ring 1) ---------------------------------------------
 consumers_alive = Gauge(
@@ -355,29 +366,30 @@ workgroup_child_scrape_ok = Gauge(
 )
 
 
-# -- the fleet's backlog (computed by the one supervisor holding the lease) ---------
+# -- the fleet's backlog (computed by the one process holding the lease) -------------
 queue_jobs = Gauge(
     "taskq_queue_jobs",
     "Jobs per queue in the queued, running and dead states.",
     ["queue", "state"],
-    registry=WORKGROUP,
+    registry=BACKLOG,
 )
 queue_oldest_age = Gauge(
     "taskq_queue_oldest_age_seconds",
     "Age of the oldest queued job whose run_at has passed, per queue (0 when none is due).",
     ["queue"],
-    registry=WORKGROUP,
+    registry=BACKLOG,
 )
 queue_paused = Gauge(
     "taskq_queue_paused",
     "1 for each paused queue (taskq queues pause), from the backlog leader.",
     ["queue"],
-    registry=WORKGROUP,
+    registry=BACKLOG,
 )
 backlog_leader = Gauge(
     "taskq_backlog_leader",
-    "1 on the workgroup supervisor that computes the fleet's backlog metrics.",
-    registry=WORKGROUP,
+    "1 on the process (workgroup supervisor or worker outside a workgroup) that computes "
+    "the fleet's backlog metrics.",
+    registry=BACKLOG,
 )
 
 

@@ -251,7 +251,7 @@ async def test_claims_that_find_a_limit_full_are_counted(store, client):
 
 async def test_paused_queues_reach_the_fleet_metrics(store, client):
     from taskq import metrics
-    from taskq.workgroup.reporter import export_paused
+    from taskq.backlog import export_paused
 
     await client.pause_queue("a")
     await client.pause_queue("b")

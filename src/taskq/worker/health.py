@@ -2,7 +2,8 @@
 
 * ``GET /live``    200 while the event loop answers (this handler runs on it);
 * ``GET /ready``   200 when not shutting down and ``store.ping()`` answers, else 503;
-* ``GET /metrics`` the worker's Prometheus registry (``metrics.WORKER``).
+* ``GET /metrics`` the worker's Prometheus registry (``metrics.WORKER``; outside a
+  workgroup ``metrics.BARE_WORKER``, which adds the fleet's backlog).
 
 Served on ``--health-port`` (TCP on ``health_host``, default ``0.0.0.0`` so probes and
 scrapers from outside the host or pod reach it; port 0 picks a free port, logged in
@@ -34,8 +35,10 @@ class HealthServer(Stoppable):
         port: int | None = None,
         host: str = "0.0.0.0",
         socket_path: str | None = None,
+        registry: metrics.Registry = metrics.WORKER,
     ) -> None:
         self._ready = ready
+        self._registry = registry
         self._port = port
         self._host = host
         self._socket_path = socket_path
@@ -67,5 +70,5 @@ class HealthServer(Stoppable):
             await self._server.close()
 
     async def _route(self, path: str) -> Response:
-        response = await probe_route(path, ready=self._ready, registry=metrics.WORKER)
+        response = await probe_route(path, ready=self._ready, registry=self._registry)
         return response or (404, "text/plain", b"not found: try /live /ready /metrics\n")

@@ -8,6 +8,8 @@ the fetcher's connections open (``store.warm_up``), then start the parts (``part
     health     /live /ready /metrics               (stopped last)
     heartbeat  registers the row; beats; removes the row when stopped
     acker      batched outcomes and give-backs; flushes when stopped
+    backlog    the fleet's backlog metrics while it holds their lease (only outside a
+               workgroup)
     sweeper    expired leases, pruning
     lag-monitor
     threads    sync actors
@@ -46,7 +48,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 from uuid import UUID
 
-from .. import exit_codes
+from .. import exit_codes, metrics
 from ..events import (
     ACTOR_CONFIG_UPDATED,
     CREDENTIALS_RELOAD_FAILED,
@@ -116,6 +118,16 @@ def validate(config: WorkerConfig) -> None:
             "retention_workers must be longer than the heartbeat interval "
             "(a live worker's row would be pruned between two heartbeats)"
         )
+
+
+def _backlog(store: Store, config: WorkerConfig, worker_id: UUID, queues: list[str]) -> list[Part]:
+    """The backlog part, for a worker outside a workgroup (whose supervisor competes for
+    the backlog-metrics lease instead of its children)."""
+    if config.workgroup_instance is not None:
+        return []
+    from .backlog import BacklogReporter
+
+    return [BacklogReporter(store, str(worker_id), queues)]
 
 
 def _scheduler(store: Store, registry: Registry) -> list[Part]:
@@ -313,6 +325,7 @@ class Worker:
             workgroup_instance=config.workgroup_instance,
         )
         threads = ThreadRunner()
+        backlog = _backlog(store, config, self.id, self.queues)
         cpu = CpuRunner(  # a pool only where a consumed queue has a cpu_bound actor
             config, needed=any(a.cpu_bound and a.queue in self.queues for a in registry)
         )
@@ -374,9 +387,11 @@ class Worker:
                 port=config.health_port,
                 host=config.health_host,
                 socket_path=config.health_socket_path,
+                registry=metrics.BARE_WORKER if backlog else metrics.WORKER,
             ),
             heartbeat,  # registers the row first, removes it last
             acker,
+            *backlog,
             Sweeper(
                 store,
                 interval=min(config.sweep_interval, max(config.lease / 2, 0.5)),

@@ -4,13 +4,9 @@ One task of the supervisor, every ``interval`` seconds:
 
 - **its children** go to the ``workgroups`` table (name, pid, state, restarts, latched,
   last exit cause), which the dashboard shows;
-- **the backlog metrics** (``taskq_queue_jobs{queue,state}``,
-  ``taskq_queue_oldest_age_seconds{queue}``) are computed once per fleet: the
-  supervisor that holds the ``backlog-metrics`` lease (a row in ``leaders``, renewed each
-  tick, taken over by another once it lapses) runs one ``queue_backlog`` query --
-  partial-index scans only -- and exports the result, with ``taskq_queue_paused{queue}``
-  for the paused queues; the others export nothing
-  (``taskq_backlog_leader`` says which one does).
+- **the backlog metrics** (``taskq.backlog``): computed once per fleet, by whichever
+  process holds the ``backlog-metrics`` lease -- this supervisor, another one, or a
+  worker outside a workgroup (``taskq_backlog_leader`` says which one does).
 
 A failing store call is logged once per outage and retried at the next tick.
 """
@@ -24,49 +20,17 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 from uuid import UUID
 
-from .. import metrics
+from ..backlog import BacklogLease
 from ..events import (
     WORKGROUP_BACKLOG_METRICS,
     WORKGROUP_FLEET_REPORT_FAILED,
     WORKGROUP_FLEET_REPORT_RECOVERED,
 )
 from ..exceptions import TaskqError
-from ..insight import QueueDepth
 from ..logs import get_logger
 from ..store import Store
 
 log = get_logger(__name__)
-
-LEASE_NAME = "backlog-metrics"
-#: the states ``taskq_queue_jobs`` reports (finished states grow without bound: their
-#: rate is ``taskq_jobs_finished_total``)
-BACKLOG_STATES = ("queued", "running", "dead")
-
-
-def export_backlog(depths: Iterable[QueueDepth], known_queues: Iterable[str]) -> None:
-    """Replace the backlog gauges with ``depths``; a known queue without jobs reads 0."""
-    by_queue = {d.queue: d for d in depths}
-    for queue in known_queues:
-        by_queue.setdefault(queue, QueueDepth(queue))
-    metrics.queue_jobs.clear()
-    metrics.queue_oldest_age.clear()
-    for queue, depth in sorted(by_queue.items()):
-        for state in BACKLOG_STATES:
-            metrics.queue_jobs.labels(queue=queue, state=state).set(getattr(depth, state))
-        metrics.queue_oldest_age.labels(queue=queue).set(depth.oldest_due_age)
-
-
-def export_paused(paused: Iterable[str]) -> None:
-    """``taskq_queue_paused{queue}``: 1 for each paused queue (a resumed one disappears)."""
-    metrics.queue_paused.clear()
-    for queue in paused:
-        metrics.queue_paused.labels(queue=queue).set(1)
-
-
-def clear_backlog() -> None:
-    metrics.queue_jobs.clear()
-    metrics.queue_oldest_age.clear()
-    metrics.queue_paused.clear()
 
 
 class FleetReporter:
@@ -80,13 +44,16 @@ class FleetReporter:
         interval: float = 5.0,
     ) -> None:
         self._instance = instance
-        self._holder = str(instance)
         self._store = store
         self._children = children
-        self._queues = tuple(sorted(set(queues)))
         self._interval = interval
         self._failing = False
-        self._leading = False
+        self._backlog = BacklogLease(
+            str(instance),
+            queues,
+            seconds=interval * 3,
+            on_change=lambda leading: log.event(WORKGROUP_BACKLOG_METRICS, leader=leading),
+        )
 
     async def run(self, stop: asyncio.Event) -> None:
         """Tick until ``stop`` is set; then give the lease back and forget this workgroup."""
@@ -103,12 +70,12 @@ class FleetReporter:
     async def tick(self) -> None:
         store = await self._store()
         if store is None:
-            self._lead(False)
+            self._backlog.lead(False)
             return
         try:
             await asyncio.wait_for(self._report(store), self._interval * 2)
         except (TaskqError, OSError, TimeoutError) as exc:
-            self._lead(False)
+            self._backlog.lead(False)
             if not self._failing:
                 log.event(
                     WORKGROUP_FLEET_REPORT_FAILED,
@@ -127,27 +94,14 @@ class FleetReporter:
         await store.report_workgroup(
             self._instance, socket.gethostname(), os.getpid(), self._children()
         )
-        leading = await store.try_lead(LEASE_NAME, self._holder, self._interval * 3)
-        if leading:
-            export_backlog(await store.queue_backlog(), self._queues)
-            export_paused(await store.paused_queues())
-        self._lead(leading)
-
-    def _lead(self, leading: bool) -> None:
-        if leading != self._leading:
-            log.event(WORKGROUP_BACKLOG_METRICS, leader=leading)
-        self._leading = leading
-        metrics.backlog_leader.set(float(leading))
-        if not leading:
-            clear_backlog()
+        await self._backlog.report(store)
 
     async def _leave(self) -> None:
-        self._lead(False)
         store = await self._store()
+        await self._backlog.leave(store)
         if store is None:
             return
         try:
-            await asyncio.wait_for(store.release_lead(LEASE_NAME, self._holder), 5.0)
             await asyncio.wait_for(store.remove_workgroup(self._instance), 5.0)
         except (TaskqError, OSError, TimeoutError):
-            pass  # the lease lapses and the report ages out on their own
+            pass  # the report ages out on its own
