@@ -50,6 +50,12 @@ def receipt(order_id: int) -> str:
     return Order.objects.get(id=order_id).note
 
 
+@registry.actor(cpu_bound=True, max_attempts=1)
+def count_in_pool(note: str) -> list:
+    """In a CPU pool process: the ORM works there too (Django set up by the registry)."""
+    return [Order.objects.filter(note=note).count(), os.getpid()]
+
+
 @registry.actor(max_attempts=1)
 def backend() -> list:
     """The Django connection this job used: [backend pid or file, thread]."""
@@ -113,10 +119,16 @@ class DjangoProject:
                     "options": f"-c search_path={self.app_schema}",
                     "application_name": self.application_name,
                 },
+                "TEST": {"NAME": f"test_dj_{self.token}"},  # never another run's
                 **db,
             }
         else:
-            db = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(root / "db.sqlite3"), **db}
+            db = {
+                "ENGINE": "django.db.backends.sqlite3",
+                "NAME": str(root / "db.sqlite3"),
+                "TEST": {"NAME": str(root / "test.sqlite3")},
+                **db,
+            }
         settings = {"SCHEMA": self.schema, **(taskq or {})}
         with open(root / "site_" / "settings.py", "a") as f:
             f.write(

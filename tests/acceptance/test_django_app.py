@@ -80,12 +80,15 @@ def test_a_django_project_migrates_runs_its_apps_tasks_and_joins_atomic(
         started = worker.wait_for_event("worker-started")
         assert started["concurrency"] == 2  # the flag wins over WORKER's max_concurrency
         assert started["queues"] == ["default"]  # WORKER's queues
-        assert started["actors"] == 2  # shop/tasks.py, found as an installed app's tasks
+        assert started["actors"] == 3  # shop/tasks.py, found as an installed app's tasks
 
         ids = proj.shell(ENQUEUE)
         with _client(proj) as client:
             assert client.wait(ids["kept"]).result == "kept"  # read through the ORM
             assert client.wait(ids["autocommit"]).result == "autocommit"
+            # a cpu_bound actor's pool process sets Django up through the registry too
+            in_pool = client.wait(client.enqueue("count_in_pool", "kept"), timeout=90)
+            assert in_pool.state == "succeeded" and in_pool.result[0] == 1, in_pool
             outside = client.wait(ids["outside"])  # written although its block rolled back
             assert outside.state == "dead" and "DoesNotExist" in (outside.last_error or "")
             for gone in ("savepoint", "rolled_back"):
@@ -201,3 +204,41 @@ def test_a_settings_mistake_is_one_clear_message(tmp_path: Path) -> None:
         done = proj.manage(["taskq_worker"], check=False)
         assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
         assert "settings.TASKQ['WORKER']: argument --max-concurrency" in done.stderr
+
+
+RUNNER_TEST = """
+from django.test import TransactionTestCase
+
+from taskq.contrib.django import client
+from taskq.testing import drain
+
+from shop.models import Order
+from shop.tasks import receipt, registry
+
+
+class ReceiptTest(TransactionTestCase):
+    def test_a_job_goes_to_the_test_database_and_runs_there(self):
+        order = Order.objects.create(note="in the test database")
+        jobs = client()
+        job = jobs.enqueue(receipt, order.id)
+        runs = [run for run in drain(jobs, registry=registry) if run.job_id == job]
+        self.assertEqual([run.state for run in runs], ["succeeded"])
+        self.assertEqual(jobs.get(job).result, "in the test database")
+"""
+
+
+def test_django_s_test_runner_gets_taskq_s_tables_in_its_test_database(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """`manage.py test` migrates its test database, taskq's tables included, and
+    client() follows it there (the development database is never migrated here: an
+    enqueue reaching it would fail)."""
+    pg = _pg(kind, request)
+    database = {} if pg is None else {"OPTIONS": {"application_name": "taskq-django-runner"}}
+    with project(tmp_path, kind, pg, database=database) as proj:
+        (proj.root / "shop" / "tests.py").write_text(RUNNER_TEST)
+        proj.manage(["makemigrations", "shop"])
+        done = proj.manage(["test", "shop", "--noinput", "-v", "2"], check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "taskq: applied migrations: 0001_initial" in done.stdout + done.stderr
+        assert "Ran 1 test" in done.stderr and "OK" in done.stderr, done.stderr

@@ -27,6 +27,7 @@ The modules, one idea each:
 * ``db``: Django's databases for taskq: ``connection()`` for ``connection=``, the DSN of
   an alias, migrating it;
 * ``clients``: ``client()`` and ``DjangoClient``, whose enqueues join ``atomic()``;
+  ``close()``;
 * ``actors``: ``taskq.contrib.django.actors:registry``, the registry workers serve
   (Django set up first; ``ACTORS`` or the apps' ``tasks`` modules);
 * ``middleware``: ``CloseOldConnections``, Django's connection hygiene around sync jobs;
@@ -38,7 +39,7 @@ Importing this package does not import Django's models nor set Django up.
 
 from __future__ import annotations
 
-from .clients import AUTO, DjangoClient, client
+from .clients import AUTO, DjangoClient, client, close
 from .db import connection, driver_connection, dsn
 from .middleware import CloseOldConnections
 
@@ -47,6 +48,7 @@ __all__ = [
     "CloseOldConnections",
     "DjangoClient",
     "client",
+    "close",
     "connection",
     "driver_connection",
     "dsn",

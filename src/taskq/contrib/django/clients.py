@@ -10,7 +10,7 @@ block (the job is written whatever the block does); any other ``connection=`` is
 given. ``JOIN_ATOMIC = False`` turns the default off.
 
 ``client()`` gives one client per process and settings (after a fork, a new one: the
-old one's event-loop thread did not survive it).
+old one's event-loop thread did not survive it); ``close()`` closes them.
 """
 
 from __future__ import annotations
@@ -126,3 +126,14 @@ def client() -> DjangoClient:
                 using=settings.database, schema=settings.schema, join_atomic=settings.join_atomic
             )
         return found
+
+
+def close() -> None:
+    """Close the process's clients (``client()`` makes a new one on its next call). Run
+    before Django's test runner drops its test database, whose connections these hold
+    (apps.py)."""
+    with _lock:
+        clients = list(_clients.values())
+        _clients.clear()
+    for one in clients:
+        one.close()
