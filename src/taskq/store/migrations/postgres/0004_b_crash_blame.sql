@@ -1,3 +1,4 @@
+-- taskq-contract: crash-outcome-blame (docs/upgrading.md: before any release)
 -- Poison means "this job killed its runner" (docs/jobs.md, "Blame and poison").
 -- blamed_crashes: deaths whose cause points at the job (taskq.blame), alone or shared.
 -- unproven_crashes: deaths that did not prove the job guilty: blamed on no job, or shared
