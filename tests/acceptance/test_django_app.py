@@ -176,9 +176,10 @@ poll_interval = 0.2
 def test_taskq_workgroup_serves_the_project_without_naming_its_actors(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    """The TOML names no `actors`: the children serve the project's registry on the
-    Django database."""
-    with project(tmp_path, kind, _pg(kind, request)) as proj:
+    """The TOML names no `actors`: the children serve the project's registry (here the
+    one settings.TASKQ['ACTORS'] names) on the Django database."""
+    settings = {"ACTORS": "shop.tasks:registry"}
+    with project(tmp_path, kind, _pg(kind, request), taskq=settings) as proj:
         proj.manage(["makemigrations", "shop"])
         proj.manage(["migrate"])
         (proj.root / "workgroup.toml").write_text(WORKGROUP)

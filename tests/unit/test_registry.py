@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 import taskq
-from taskq.registry import RetryBackoff, load_registry, resolve_reference
+from taskq.exceptions import DuplicateActor
+from taskq.registry import Registry, RetryBackoff, load_registry, resolve_reference
 
 
 def test_actor_decorator_with_and_without_options() -> None:
@@ -119,3 +120,28 @@ def test_retry_backoff_ceiling_caps() -> None:
     assert [backoff.ceiling(n) for n in (1, 2, 3)] == [1.0, 2.0, 4.0]
     assert backoff.ceiling(100) == 600.0
     assert backoff.ceiling(10_000) == 600.0  # no OverflowError
+
+
+def test_include_serves_another_registry_s_actors_and_schedules() -> None:
+    first, second = Registry(), Registry()
+
+    @first.actor
+    def a() -> None: ...
+
+    @second.periodic("0 * * * *")
+    @second.actor(queue="other")
+    def b() -> None: ...
+
+    first.include(second)
+    assert sorted(actor.name for actor in first) == ["a", "b"]
+    assert first.queues == {"default", "other"}
+    assert [s.name for s in first.schedules] == ["b"]
+
+    clash = Registry()
+
+    @clash.actor(name="b")
+    def not_b() -> None: ...
+
+    with pytest.raises(DuplicateActor, match="'b' is in both registries"):
+        first.include(clash)
+    assert first.get("b").fn is not not_b  # nothing of the refused one was taken
