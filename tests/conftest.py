@@ -52,9 +52,12 @@ class StoreTarget:
         return f"StoreTarget({self.kind})"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreTarget]:
-    if request.param == "sqlite":
+def store_target(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[StoreTarget]:
+    """A fresh store of ``kind`` for one test (SQLite: a new file; Postgres: a new schema,
+    dropped afterwards)."""
+    if kind == "sqlite":
         yield StoreTarget("sqlite", f"sqlite:///{tmp_path / 'taskq.sqlite3'}", "taskq")
         return
     dsn = request.getfixturevalue("pg_dsn")
@@ -62,6 +65,11 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreTarg
     yield StoreTarget("postgres", dsn, schema)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreTarget]:
+    yield from store_target(request.param, request, tmp_path)
 
 
 @pytest.fixture

@@ -299,7 +299,7 @@ def pgbench_script(batch: int) -> str:
     guess."""
     from taskq.store.sqlfile import parse_queries
 
-    sql_path = Path(taskq.__file__).parent / "store" / "postgres.sql"
+    sql_path = Path(taskq.__file__).parent / "store" / "postgres" / "postgres.sql"
     queries = parse_queries(sql_path.read_text(), source=str(sql_path))
     claim, complete = queries["claim"], queries["complete"]
     # the claim's answer (its last SELECT, commit mode included) aggregated into two arrays

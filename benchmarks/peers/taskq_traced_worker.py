@@ -68,16 +68,16 @@ def dump() -> None:
 
 
 if os.environ.get("BENCH_COMPLETE_UNPREPARED") == "1":
-    from taskq.store import postgres as pg_module
+    from taskq.store.postgres import connections as pg_module
 
     async def _fetchone_custom_plan(self, name, params=None):
-        async with self._connection() as conn:
+        async with self.connection() as conn:
             cur = await conn.execute(
                 pg_module.Q[name], params, prepare=False if name == "complete" else None
             )
             return await cur.fetchone()
 
-    pg_module.PostgresStore._fetchone = _fetchone_custom_plan
+    pg_module.Connections.fetchone = _fetchone_custom_plan
 
 worker_module.create_store = traced_store
 atexit.register(dump)

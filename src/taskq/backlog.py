@@ -79,7 +79,7 @@ class BacklogLease:
         """Take or renew the lease; while held, export the fleet's backlog."""
         leading = await store.try_lead(LEASE_NAME, self._holder, self._seconds)
         if leading:
-            export_backlog(await store.queue_backlog(), self._queues)
+            export_backlog(await store.insight.queue_backlog(), self._queues)
             export_paused(await store.paused_queues())
         self.lead(leading)
 

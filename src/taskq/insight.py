@@ -1,9 +1,10 @@
 """Plain data for the operator's views: backlog metrics, the dashboard, workgroup reports,
 and the jobs table's upkeep.
 
-Read from the store by ``Store.queue_backlog``, ``queue_activity``, ``browse_jobs``,
-``job_errors``, ``list_workgroups``, ``autovacuum`` and ``vacuum_jobs``; no behaviour
-here beyond wording.
+Read from the store by the operator's ``Insight`` (``store.insight``: ``queue_backlog``,
+``queue_statuses``, ``queue_activity``, ``browse_jobs``, ``job_errors``,
+``list_workgroups``) and the sweeper's ``Store.autovacuum`` and ``vacuum_jobs``; no
+behaviour here beyond wording.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
+
+from .jobs import Limits
 
 #: the largest UUID: "before the end" for the first page of a keyset pagination
 LAST_ID = UUID("ffffffff-ffff-ffff-ffff-ffffffffffff")
@@ -28,6 +31,20 @@ class QueueDepth:
     running: int = 0
     dead: int = 0
     oldest_due_age: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatus:
+    """One queue on the dashboard: its backlog (the live states only, read from the
+    partial indexes: the finished states are not counted), pause state and limits.
+    ``taskq queues`` shows the full counts instead (``QueueInfo``)."""
+
+    name: str
+    backlog: QueueDepth
+    paused: bool = False
+    paused_at: datetime | None = None
+    paused_by: str | None = None
+    limits: Limits = field(default_factory=Limits)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ them to users, the worker turns them into outcomes.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -226,6 +226,22 @@ class ClaimedJob:
     workflow_id: UUID | None = None  # a workflow's step (docs/workflows.md), else None
     step: str | None = None  # the step's name
     upstream: tuple[UUID, ...] = ()  # the step's upstream steps (their results it reads)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What one ``Store.claim`` took: its runs, in claim order (priority, run_at, id), and
+    the limits it found full, as waits by (kind, name) (``taskq_limit_waits_total``).
+    Iterates and counts as its ``jobs``."""
+
+    jobs: list[ClaimedJob]
+    limit_waits: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def __iter__(self) -> Iterator[ClaimedJob]:
+        return iter(self.jobs)
+
+    def __len__(self) -> int:
+        return len(self.jobs)
 
 
 class OutcomeKind(enum.StrEnum):

@@ -191,7 +191,7 @@ async def _make_dead(target: StoreTarget, count: int) -> list[str]:
     async with AsyncClient(target.dsn, schema=target.schema) as client:
         ids = await client.enqueue_many("doomed", [((n,), {}) for n in range(count)], queue="q")
         worker = uuid7()
-        claimed = await client.store.claim(worker, ["q"], count, 30.0)
+        claimed = (await client.store.claim(worker, ["q"], count, 30.0)).jobs
         await client.store.complete(
             worker,
             [

@@ -112,7 +112,7 @@ async def test_sigterm_exits_0_nothing_running_nothing_lost(
     assert job.state == "succeeded" and job.attempts == 1
     assert all(j.state == "queued" and j.attempts == 0 for j in later)
     assert (await store.stats())["running"] == 0
-    assert await store.list_workers() == []  # unregistered
+    assert await store.insight.list_workers() == []  # unregistered
 
 
 async def test_three_worker_processes_share_a_queue_and_run_each_job_once(store, spawn, runs_file):
@@ -368,7 +368,7 @@ async def test_health_port_in_use_exits_1_with_one_line(store, spawn):
         assert worker.wait() == exit_codes.CANNOT_START
     (line,) = worker.events("worker-cannot-start")
     assert "cannot serve health endpoints" in line["error"]
-    assert await store.list_workers() == []  # nothing half-registered
+    assert await store.insight.list_workers() == []  # nothing half-registered
 
 
 async def test_sighup_reloads_a_good_dsn_file_and_survives_a_bad_one(
@@ -470,7 +470,7 @@ async def test_workgroup_child_does_not_outlive_its_parent(target, store, env, t
             parent.kill()
     log = (tmp_path / "c.log").read_text()
     assert '"worker-stopping"' in log and '"worker-stopped"' in log
-    assert await store.list_workers() == []
+    assert await store.insight.list_workers() == []
 
 
 def _alive(pid: int) -> bool:

@@ -10,10 +10,12 @@ import pytest
 
 from taskq.ids import uuid7
 from taskq.jobs import Limits
-from taskq.store.postgres import Q
+from taskq.store.sqlfile import load_queries
 from tests.helpers import migrated_store
 
 from .storekit import spec
+
+Q = load_queries("postgres.sql")
 
 
 @pytest.fixture

@@ -104,7 +104,7 @@ async def test_run_at_semantics(store, n):
     assert before - timedelta(seconds=5) <= due.run_at <= await store.now()
     assert due.run_at == due.created_at
     assert (await store.get_job(later_jobs.ids[0])).run_at == later
-    claimed = await store.claim(uuid7(), ["default"], 10 * n, 30.0)
+    claimed = (await store.claim(uuid7(), ["default"], 10 * n, 30.0)).jobs
     assert {c.id for c in claimed} == set(now_jobs.ids)
 
 
@@ -124,7 +124,7 @@ async def test_all_or_nothing(store, n):
 
 @pytest.mark.parametrize("n", [3, 150])
 async def test_a_batch_wakes_a_waiting_worker(store, target, n):
-    assert await store.claim(uuid7(), ["default"], 10, 30.0) == []
+    assert (await store.claim(uuid7(), ["default"], 10, 30.0)).jobs == []
     await store.wait_for_jobs(["default"], timeout=0.0)  # listening from here on
     async with another_store(target) as producer:
         waiter = asyncio.create_task(store.wait_for_jobs(["default"], timeout=20.0))

@@ -29,7 +29,7 @@ async def test_the_heartbeat_skips_a_running_row_another_transaction_holds(
     worker = WorkerInfo(id=uuid7(), pid=1, hostname="h", queues=["default"])
     await store.register_worker(worker)
     await store.enqueue([spec() for _ in range(3)])
-    claimed = await store.claim(worker.id, ["default"], 3, 10.0)
+    claimed = (await store.claim(worker.id, ["default"], 3, 10.0)).jobs
     assert len(claimed) == 3
     held = claimed[0]
     with psycopg.connect(pg_target.dsn) as conn:  # a transaction holding one row's lock
@@ -48,7 +48,7 @@ async def test_complete_and_heartbeat_of_one_worker_can_run_side_by_side(store) 
     await store.register_worker(worker)
     for _ in range(20):
         await store.enqueue([spec() for _ in range(100)])
-        jobs = await store.claim(worker.id, ["default"], 100, 10.0)
+        jobs = (await store.claim(worker.id, ["default"], 100, 10.0)).jobs
         outcomes = [Outcome(j.id, j.attempt, OutcomeKind.SUCCEEDED) for j in reversed(jobs)]
         done, *_beats = await asyncio.gather(
             store.complete(worker.id, outcomes),

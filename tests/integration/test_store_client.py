@@ -34,7 +34,7 @@ async def _kill(target, job_id, *, record: ActorConfig | None = None) -> None:
     await store.open()
     try:
         w = uuid7()
-        claimed = await store.claim(w, ["images", "default"], 100, 30.0)
+        claimed = (await store.claim(w, ["images", "default"], 100, 30.0)).jobs
         await store.complete(
             w,
             [

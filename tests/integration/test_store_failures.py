@@ -82,7 +82,7 @@ async def test_connections_killed_while_idle_are_replaced_without_failing_a_call
         await store.enqueue([spec()])
         async with AsyncExitStack() as held:  # four connections at once: the pool grows
             for _ in range(4):
-                await held.enter_async_context(store._connection())  # type: ignore[attr-defined]
+                await held.enter_async_context(store._db.connection())  # type: ignore[attr-defined]
         assert terminate(pg_target.dsn, app) >= 4
         for _ in range(8):
             assert (await store.stats())["queued"] == 1
@@ -95,7 +95,7 @@ async def test_a_connection_killed_mid_call_is_store_unavailable_once_then_recov
             asyncio.to_thread(_terminate_when_sleeping, pg_target.dsn, app)
         )
         with pytest.raises(StoreUnavailable) as info:
-            async with store._connection() as conn:  # type: ignore[attr-defined]
+            async with store._db.connection() as conn:  # type: ignore[attr-defined]
                 await conn.execute("SELECT pg_sleep(30)")
         assert await killer == 1
         assert isinstance(info.value.__cause__, psycopg.OperationalError)
@@ -112,7 +112,7 @@ async def test_the_producers_kept_connection_killed_while_idle_is_replaced(pg_ta
     waits, it is replaced at the next enqueue, which does not fail."""
     async with tagged_store(pg_target) as (store, app):
         await store.enqueue_columns(plain_jobs(1))
-        assert store._spare is not None  # type: ignore[attr-defined]
+        assert store._db._spare is not None  # type: ignore[attr-defined]
         assert terminate(pg_target.dsn, app) >= 1
         await store.enqueue_columns(plain_jobs(1))
         await store.enqueue_columns(plain_jobs(150))  # the COPY path on it too
@@ -123,8 +123,8 @@ async def test_concurrent_enqueues_share_the_pool_and_keep_one_connection(pg_tar
     async with tagged_store(pg_target) as (store, _app):
         await asyncio.gather(*(store.enqueue_columns(plain_jobs(1 + i % 120)) for i in range(24)))
         assert (await store.stats())["queued"] == sum(1 + i % 120 for i in range(24))
-        stats = store._pool.get_stats()  # type: ignore[attr-defined]
-        kept = store._spare  # type: ignore[attr-defined]
+        stats = store._db.pool.get_stats()  # type: ignore[attr-defined]
+        kept = store._db._spare  # type: ignore[attr-defined]
         assert kept is not None and stats["pool_size"] - stats["pool_available"] == 1
 
 
@@ -132,10 +132,10 @@ async def test_a_failed_enqueue_does_not_keep_its_connection(pg_target):
     async with tagged_store(pg_target) as (store, _app):
         jobs = plain_jobs(1)
         await store.enqueue_columns(jobs)
-        assert store._spare is not None  # type: ignore[attr-defined]
+        assert store._db._spare is not None  # type: ignore[attr-defined]
         with pytest.raises(StoreError):
             await store.enqueue_columns(jobs)  # the same id again
-        assert store._spare is None  # type: ignore[attr-defined]  # back to the pool
+        assert store._db._spare is None  # type: ignore[attr-defined]  # back to the pool
         await store.enqueue_columns(plain_jobs(2))
         assert (await store.stats())["queued"] == 3
 

@@ -15,10 +15,12 @@ import secrets
 import psycopg
 import pytest
 
-from taskq.store.postgres import Q
+from taskq.store.sqlfile import load_queries
 
 from ..helpers import migrate
 from .test_store_plans import _positional
+
+Q = load_queries("postgres.sql")
 
 pytestmark = pytest.mark.slow
 

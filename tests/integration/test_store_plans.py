@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from taskq.jobs import Limits
-from taskq.store.postgres import CLAIM_PLANNER, Q
+from taskq.store.postgres.claims import CLAIM_PLANNER, Q
 from tests.conftest import StoreTarget
 
 

@@ -56,7 +56,7 @@ async def test_acker_sends_collected_outcomes_as_one_complete_call(store):
     await store.register_worker(WorkerInfo(id=worker_id, pid=1, hostname="h", queues=["default"]))
     async with AsyncClient(store=store) as client:
         ids = await client.enqueue_many(actors.remember, [((f"b{i}",), {}) for i in range(50)])
-    claimed = await store.claim(worker_id, ["default"], 50, 30)
+    claimed = (await store.claim(worker_id, ["default"], 50, 30)).jobs
     counting = _CountingStore(store)
     acker = Acker(counting, worker_id)
     for job in claimed:
@@ -90,7 +90,7 @@ async def test_sweeper_prunes_old_succeeded_jobs_and_silent_worker_rows(target, 
 
 
 async def _pruned(store, ids, stale_id, live_id) -> bool:
-    workers = {w.id for w in await store.list_workers()}
+    workers = {w.id for w in await store.insight.list_workers()}
     jobs = [await store.get_job(i) for i in ids]
     return all(j is None for j in jobs) and stale_id not in workers and live_id in workers
 

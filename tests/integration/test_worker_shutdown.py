@@ -46,4 +46,4 @@ async def test_request_stop_before_run_stops_right_after_start(target, store):
     worker = Worker(config_for(target))
     worker.request_stop("early")
     assert await worker.run() == 0
-    assert await store.list_workers() == []
+    assert await store.insight.list_workers() == []

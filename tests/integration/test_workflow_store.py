@@ -84,7 +84,7 @@ async def test_a_diamond_runs_in_order_and_its_fan_in_once(store):
     assert await claim_all(store, w) == {}  # d still waits for c
     assert (await store.get_workflow(wf.id)).steps_left == 2
     assert await store.complete(w, [ok(ids["c"], result="[1, 2]")]) == 1
-    claimed = await store.claim(w, ["default"], 100, 30.0)
+    claimed = (await store.claim(w, ["default"], 100, 30.0)).jobs
     assert [j.id for j in claimed] == [ids["d"]]
     assert (claimed[0].workflow_id, claimed[0].step) == (wf.id, "d")
     assert set(claimed[0].upstream) == {ids["b"], ids["c"]}
@@ -97,8 +97,8 @@ async def test_a_diamond_runs_in_order_and_its_fan_in_once(store):
     assert info.finished_at is not None
     assert [s.name for s in info.steps] == ["a", "b", "c", "d"]
     assert info.step("d").after == ["b", "c"] and info.step("a").result == "A"
-    assert await store.workflow_totals() == {"succeeded": 1}
-    assert [w.id for w in await store.list_workflows()] == [wf.id]
+    assert await store.insight.workflow_totals() == {"succeeded": 1}
+    assert [w.id for w in await store.insight.list_workflows()] == [wf.id]
 
 
 async def test_a_dead_step_cancels_what_follows_it_and_fails_the_workflow(store):
@@ -120,7 +120,7 @@ async def test_a_dead_step_cancels_what_follows_it_and_fails_the_workflow(store)
     assert await store.complete(w, [ok(ids["y"])]) == 1
     info = await store.get_workflow(wf.id)
     assert (info.state, info.failed_steps, info.cancelled_steps) == ("failed", 1, 3)
-    assert await store.workflow_totals() == {"failed": 1}
+    assert await store.insight.workflow_totals() == {"failed": 1}
 
 
 async def test_on_failure_run_steps_run_once_every_upstream_step_ended(store):
@@ -173,9 +173,9 @@ async def test_the_last_two_upstream_steps_acked_at_once_release_the_fan_in_once
             )
             assert done == [1, 1]
             assert [j.id for j in await store.claim(w1, ["default"], 10, 30.0)] == [ids["d"]]
-            assert await other.claim(w2, ["default"], 10, 30.0) == []
+            assert (await other.claim(w2, ["default"], 10, 30.0)).jobs == []
             await store.complete(w1, [ok(ids["d"])])
-        assert await store.workflow_totals() == {"succeeded": 25}
+        assert await store.insight.workflow_totals() == {"succeeded": 25}
 
 
 async def test_a_fenced_out_ack_releases_nothing(store):

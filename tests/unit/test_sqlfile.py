@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from psycopg import _queries
 
-from taskq.store.postgres import Q as PG
+from taskq.store.postgres.store import Q as PG
 from taskq.store.sqlfile import parse_queries
-from taskq.store.sqlite import Q as SQLITE
+from taskq.store.sqlite.store import Q as SQLITE
 
 HOT_PATH = ("claim", "claim_limited", "limits_exist", "complete", "give_back", "heartbeat")
 

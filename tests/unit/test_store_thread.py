@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from taskq.store.sqlite import StoreThread
+from taskq.store.sqlite.thread import StoreThread
 
 
 async def test_calls_run_on_the_thread_in_order_and_answer_on_the_loop() -> None:

@@ -301,7 +301,7 @@ def cmd_workgroup(ns: argparse.Namespace) -> int:
 
 def cmd_workers(ns: argparse.Namespace) -> int:
     async def rows_and_now(client: AsyncClient) -> tuple[list[Any], Any]:
-        return await client.store.list_workers(), await client.store.now()
+        return await client.store.insight.list_workers(), await client.store.now()
 
     rows, now = with_client(ns, rows_and_now)
 

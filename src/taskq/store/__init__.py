@@ -1,9 +1,11 @@
-"""Persistence: one ``Store`` protocol, a Postgres and a SQLite engine behind it."""
+"""Persistence: the worker's ``Store`` and the operator's ``Insight`` protocols, a
+Postgres and a SQLite engine behind them (``store.postgres``, ``store.sqlite``)."""
 
 from __future__ import annotations
 
 from ..settings import StoreSettings, resolve, sqlite_path
 from .base import Store
+from .insight import Insight
 
 
 def create_store(dsn: str | None = None, schema: str | None = None) -> Store:
@@ -18,4 +20,4 @@ def create_store(dsn: str | None = None, schema: str | None = None) -> Store:
     return SqliteStore(sqlite_path(settings.dsn))
 
 
-__all__ = ["Store", "create_store"]
+__all__ = ["Insight", "Store", "create_store"]

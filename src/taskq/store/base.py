@@ -1,9 +1,15 @@
 """The one store seam: everything taskq persists goes through a ``Store``.
 
-Two engines implement it: ``PostgresStore`` (the distributed engine, psycopg 3 async
-with a pool) and ``SqliteStore`` (the embedded default, one file shared by the
-processes of one host). Both keep their SQL in ``<engine>.sql`` next to their module,
-as named blocks, and their schema as numbered migrations under ``migrations/<engine>/``.
+Split by audience: ``Store`` (here) is what workers, clients and the workgroup
+supervisor call; ``Insight`` (``store/insight.py``, reached as ``store.insight``) is the
+operator's views (metrics, dashboard, ``taskq workers``) on the same connections.
+
+Two engines implement both, each a package: ``store.postgres`` (the distributed engine,
+psycopg 3 async with a pool) and ``store.sqlite`` (the embedded default, one file shared
+by the processes of one host). Each keeps its SQL in one file in its package
+(``postgres/postgres.sql``, ``sqlite/sqlite.sql``), as named blocks, and its schema as
+numbered migrations under ``migrations/<engine>/``. One conformance suite
+(``tests/conformance/``) runs against every engine.
 
 Every method is a coroutine. Times are timezone-aware UTC ``datetime`` values. Writes
 that finish a run are *fenced* by ``(job_id, attempt, worker_id)`` and ``state =
@@ -24,19 +30,11 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 from uuid import UUID
 
-from ..insight import (
-    Autovacuum,
-    JobError,
-    JobFilter,
-    QueueActivity,
-    QueueDepth,
-    VacuumResult,
-    WorkgroupReport,
-)
+from ..insight import Autovacuum, VacuumResult
 from ..jobs import (
     ActorConfig,
     CancelResult,
-    ClaimedJob,
+    Claim,
     Job,
     JobColumns,
     JobSpec,
@@ -48,12 +46,21 @@ from ..jobs import (
     WorkerInfo,
 )
 from ..workflows.model import StepRow, WorkflowInfo, WorkflowRow
+from .insight import Insight
 
 
 class Store(Protocol):
+    """What workers, clients and the workgroup supervisor call."""
+
     kind: str  # "postgres" | "sqlite"
-    #: a DSN safe to log (password removed)
-    display_dsn: str
+
+    @property
+    def display_dsn(self) -> str:
+        """The DSN, safe to log (password removed)."""
+
+    @property
+    def insight(self) -> Insight:
+        """The operator's views of this store, on its connections (``store/insight.py``)."""
 
     # -- lifecycle -------------------------------------------------------------------
     async def open(self) -> None:
@@ -187,8 +194,6 @@ class Store(Protocol):
 
     async def unregister_worker(self, worker_id: UUID) -> None: ...
 
-    async def list_workers(self) -> list[WorkerInfo]: ...
-
     async def find_worker(self, workgroup_instance: UUID, worker_label: str) -> WorkerInfo | None:
         """Newest row for (instance, label): the workgroup's health check."""
 
@@ -203,14 +208,16 @@ class Store(Protocol):
         limit: int,
         lease_seconds: float,
         exclude_actors: Sequence[str] = (),
-    ) -> list[ClaimedJob]:
+    ) -> Claim:
         """Claim up to ``limit`` due queued jobs, ``ORDER BY priority, run_at, id``:
         state -> running, attempt + 1, worker_id, lease, started_at. Concurrent claimers
         never get the same job. ``exclude_actors`` leaves those actors' jobs queued (the
         CPU pool's breaker is open). Paused queues are skipped. Where limits apply
         (``set_limits``), at most ``concurrency`` jobs of that queue or actor run at once
         across all claimers and at most ``rate`` start in any window of its period:
-        enforced inside the claim's transaction, so no race of claimers exceeds them."""
+        enforced inside the claim's transaction, so no race of claimers exceeds them.
+        The ``Claim`` carries the runs in claim order and the limits this claim found
+        full (``limit_waits``)."""
 
     async def complete(self, worker_id: UUID, outcomes: Sequence[Outcome]) -> int:
         """Write a batch of outcomes in one round trip, each fenced. Returns how many
@@ -250,10 +257,6 @@ class Store(Protocol):
         running job. Returns (jobs_deleted, workers_deleted)."""
 
     # -- queue controls ----------------------------------------------------------------
-    def take_limit_waits(self) -> dict[tuple[str, str], int]:
-        """How many claims found each limit full since the last call, by (kind, name)
-        (``taskq_limit_waits_total``); resets the count."""
-
     async def paused_queues(self) -> list[str]:
         """The names of the paused queues."""
 
@@ -269,7 +272,9 @@ class Store(Protocol):
         """Every limit, keyed by (kind, name)."""
 
     async def queue_overview(self) -> list[QueueInfo]:
-        """Every queue that has jobs, is paused or has limits, sorted by name."""
+        """Every queue that has jobs, is paused or has limits, sorted by name, with its
+        count in every state (``taskq queues``; the dashboard's cheaper view is
+        ``Insight.queue_statuses``)."""
 
     async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
         """Return when a job may be available on ``queues`` (NOTIFY on Postgres) or
@@ -281,37 +286,7 @@ class Store(Protocol):
         does not wait for connects. Claims nothing, listens to nothing yet; best effort
         (a failure is left for the claim or the wait itself to meet and report)."""
 
-    # -- operators (metrics, dashboard; store/<engine>_insight.py) -----------------------
-    async def queue_backlog(self) -> list[QueueDepth]:
-        """Per queue with queued, running or dead jobs: the counts and the age of the
-        oldest due queued job. Scans only the partial indexes of those states."""
-
-    async def queue_infos(self) -> list[QueueInfo]:
-        """``queue_overview`` from partial-index scans only: queued, running and dead
-        counts (the finished states read 0), pause state and limits."""
-
-    async def queue_activity(self, since: datetime) -> list[QueueActivity]:
-        """Per queue since ``since``: jobs succeeded, runs failed, jobs gone dead."""
-
-    async def browse_jobs(
-        self, filters: JobFilter, *, before: UUID | None = None, limit: int = 50
-    ) -> list[Job]:
-        """A page of jobs newest first with ``id < before`` (keyset pagination)."""
-
-    async def list_workflows(
-        self, *, state: str | None = None, limit: int = 50
-    ) -> list[WorkflowInfo]:
-        """Workflows newest first, without their steps."""
-
-    async def workflow_totals(self) -> dict[str, int]:
-        """How many workflows ever finished, by end state (never goes back)."""
-
-    async def job_errors(self, job_id: UUID) -> list[JobError]:
-        """Every failed run of a job (exceptions and crashes), oldest first."""
-
-    async def discard_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
-        """Delete dead or cancelled jobs; returns the ids deleted."""
-
+    # -- the fleet's coordination -------------------------------------------------------
     async def try_lead(self, name: str, holder: str, seconds: float) -> bool:
         """Take or renew the lease named ``name`` for ``seconds``; True while ``holder``
         holds it (one holder across every process on the store)."""
@@ -324,9 +299,6 @@ class Store(Protocol):
         """Record a workgroup supervisor's status of its children (the dashboard)."""
 
     async def remove_workgroup(self, instance: UUID) -> None: ...
-
-    async def list_workgroups(self, since: datetime) -> list[WorkgroupReport]:
-        """Workgroups that reported since ``since``, newest first."""
 
     # -- upkeep of the jobs table (docs/operating.md) --------------------------------------
     async def autovacuum(self) -> Autovacuum | None:

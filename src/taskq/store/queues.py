@@ -1,7 +1,8 @@
 """Queue views and limits, as the stores share them (no I/O).
 
-``depths``, ``backlog_depths`` and ``activities`` fold the rows of the stores'
-``queue_backlog`` and ``queue_activity`` statements (the same columns on both).
+``depths``, ``statuses`` and ``activities`` fold the rows of the stores'
+``queue_backlog`` and ``queue_activity`` statements (the same columns on both): the
+operator's views (``Insight``).
 
 Both stores read the same three things for ``taskq queues``: jobs per (queue, state)
 with the oldest due job's wait, the ``queues`` rows (pause state) and the ``limits``
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..insight import QueueActivity, QueueDepth
+from ..insight import QueueActivity, QueueDepth, QueueStatus
 from ..jobs import ALL_STATES, Limits, QueueInfo, Rate
 from .rows import Codec, Row
 
@@ -85,19 +86,28 @@ def depths(rows: Sequence[Mapping[str, Any]]) -> list[QueueDepth]:
     return [QueueDepth(**found[q]) for q in sorted(found)]
 
 
-def backlog_depths(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """``queue_backlog`` rows as the ``depths`` rows of ``queues.overview``."""
-    return [
-        {
-            "queue": r["queue"],
-            "state": r["state"],
-            "n": r["jobs"],
-            "oldest_s": r["oldest_due_age"]
-            if r["state"] == "queued" and r["oldest_due_age"] > 0
-            else None,
-        }
-        for r in rows
-    ]
+def statuses(
+    codec: Codec, backlog: Sequence[Row], controls: Iterable[Row], limits: Iterable[Row]
+) -> list[QueueStatus]:
+    """``queue_backlog`` rows, ``queues`` rows and ``limits`` rows -> one ``QueueStatus``
+    per queue that has live jobs, is paused or has limits, by name."""
+    found = {d.queue: d for d in depths(backlog)}
+    paused = {r["name"]: r for r in controls if r["paused"]}
+    queue_limits = {r["name"]: limits_from_row(r) for r in limits if r["kind"] == QUEUE}
+    out = []
+    for name in sorted(set(found) | set(paused) | set(queue_limits)):
+        control = paused.get(name)
+        out.append(
+            QueueStatus(
+                name=name,
+                backlog=found.get(name) or QueueDepth(name),
+                paused=control is not None,
+                paused_at=codec.maybe_time(control["paused_at"]) if control else None,
+                paused_by=control["paused_by"] if control else None,
+                limits=queue_limits.get(name, Limits()),
+            )
+        )
+    return out
 
 
 def activities(rows: Sequence[Mapping[str, Any]]) -> list[QueueActivity]:

@@ -10,8 +10,9 @@ A query file holds blocks like this (procrastinate's layout)::
 Each block starts with ``-- name: <identifier>``, is followed by exactly one
 ``-- description: <one line>``, and runs until the next ``-- name:`` line. The
 trailing ``;`` is dropped. Each file is read once per process, when first asked for
-(``load_queries`` keeps what it parsed: the engine, its insight half and ``enqueue.py``
-share one dict, which nobody changes).
+(``load_queries`` keeps what it parsed: the engine's modules and ``enqueue.py`` share
+one dict, which nobody changes). An engine's file lives in its package:
+``store/postgres/postgres.sql``, ``store/sqlite/sqlite.sql``.
 
 A part several statements share (a SET list, a rule) is written once as a
 ``-- fragment: <identifier>`` block (same layout) and used as ``{{identifier}}``
@@ -108,8 +109,9 @@ def parse_queries(text: str, *, source: str = "<sql>") -> dict[str, str]:
 
 @functools.cache
 def load_queries(filename: str) -> dict[str, str]:
-    """The named blocks of ``store/<filename>``, parsed at the first call only."""
-    path = _HERE / filename
+    """The named blocks of an engine's SQL file (``postgres.sql``: the file
+    ``store/postgres/postgres.sql``), parsed at the first call only."""
+    path = _HERE / filename.removesuffix(".sql") / filename
     return parse_queries(path.read_text(encoding="utf-8"), source=str(path))
 
 

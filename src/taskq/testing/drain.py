@@ -120,7 +120,7 @@ async def drain_async(
                     continue
                 return runs
             settled = False
-            job = claimed[0]
+            job = claimed.jobs[0]
             if len(runs) >= max_runs:
                 await store.give_back(worker_id, [(job.id, job.attempt)])
                 raise AssertionError(

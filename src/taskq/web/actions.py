@@ -76,10 +76,12 @@ def _log(request: Request, caller: str, action: str, **fields: Any) -> None:
 async def _discard_all_dead(store: Store, queue: str | None) -> int:
     total = 0
     while True:
-        page = await store.browse_jobs(JobFilter(state="dead", queue=queue), limit=DISCARD_BATCH)
+        page = await store.insight.browse_jobs(
+            JobFilter(state="dead", queue=queue), limit=DISCARD_BATCH
+        )
         if not page:
             return total
-        total += len(await store.discard_jobs([j.id for j in page]))
+        total += len(await store.insight.discard_jobs([j.id for j in page]))
 
 
 async def act(request: Request) -> Response:
@@ -103,7 +105,7 @@ async def act(request: Request) -> Response:
         if every:
             count = await _discard_all_dead(store, queue)
         else:
-            count = len(await store.discard_jobs(ids))
+            count = len(await store.insight.discard_jobs(ids))
         done = f"{count} job(s) discarded"
     elif action == "cancel":  # queued: cancelled now; running: its worker stops it
         results = await store.request_cancel(ids, by=f"dashboard:{caller}")

@@ -15,9 +15,9 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from .. import redaction
-from ..insight import JobFilter
-from ..jobs import ALL_STATES, Job, QueueInfo
-from ..store import Store
+from ..insight import JobFilter, QueueDepth, QueueStatus
+from ..jobs import ALL_STATES, Job
+from ..store import Insight, Store
 
 PAGE_SIZE = 50
 #: a workgroup that has not reported for this long is shown as gone
@@ -27,6 +27,11 @@ WORKGROUP_WINDOW = timedelta(minutes=2)
 def _store(request: Request) -> Store:
     store: Store = request.app.state.store
     return store
+
+
+def _insight(request: Request) -> Insight:
+    """The operator's views of the dashboard's store."""
+    return _store(request).insight
 
 
 def _render(request: Request, template: str, **context: Any) -> Response:
@@ -40,9 +45,12 @@ def _param(request: Request, name: str) -> str | None:
 
 async def overview(request: Request) -> Response:
     store = _store(request)
-    depths = {d.queue: d for d in await store.queue_backlog()}
-    hour = {a.queue: a for a in await store.queue_activity(datetime.now(UTC) - timedelta(hours=1))}
-    paused = {q.name for q in await store.queue_infos() if q.paused}
+    depths = {d.queue: d for d in await store.insight.queue_backlog()}
+    hour = {
+        a.queue: a
+        for a in await store.insight.queue_activity(datetime.now(UTC) - timedelta(hours=1))
+    }
+    paused = {q.name for q in await store.insight.queue_statuses() if q.paused}
     names = sorted(set(depths) | set(hour))
     rows = [{"name": n, "depth": depths.get(n), "hour": hour.get(n)} for n in names]
     return _render(request, "overview.html", rows=rows, paused=paused, page="overview")
@@ -69,7 +77,9 @@ def _cursor(request: Request) -> UUID | None:
 async def _job_page(request: Request, filters: JobFilter) -> tuple[list[Job], UUID | None]:
     """One page of jobs matching ``filters`` from the request's cursor on, and the cursor
     of the next page (None on the last)."""
-    page = await _store(request).browse_jobs(filters, before=_cursor(request), limit=PAGE_SIZE + 1)
+    page = await _insight(request).browse_jobs(
+        filters, before=_cursor(request), limit=PAGE_SIZE + 1
+    )
     more = len(page) > PAGE_SIZE
     page = page[:PAGE_SIZE]
     return page, page[-1].id if more else None
@@ -93,7 +103,7 @@ async def dead(request: Request) -> Response:
     queue = _param(request, "queue")
     page, next_before = await _job_page(request, JobFilter(state="dead", queue=queue))
     total = sum(
-        d.dead for d in await _store(request).queue_backlog() if not queue or d.queue == queue
+        d.dead for d in await _insight(request).queue_backlog() if not queue or d.queue == queue
     )
     return _render(
         request,
@@ -132,7 +142,7 @@ async def job(request: Request) -> Response:
         result=redaction.result(found.result, meta),
         meta=redaction.value(meta),
         tags=found.tags,
-        errors=await store.job_errors(job_id),
+        errors=await store.insight.job_errors(job_id),
         duration=duration,
         page="jobs",
     )
@@ -140,20 +150,18 @@ async def job(request: Request) -> Response:
 
 async def workers(request: Request) -> Response:
     store = _store(request)
-    rows = await store.list_workers()
-    groups = await store.list_workgroups(datetime.now(UTC) - WORKGROUP_WINDOW)
+    rows = await store.insight.list_workers()
+    groups = await store.insight.list_workgroups(datetime.now(UTC) - WORKGROUP_WINDOW)
     return _render(request, "workers.html", workers=rows, workgroups=groups, page="workers")
 
 
 async def queues(request: Request) -> Response:
     store = _store(request)
-    infos = await store.queue_infos()
+    infos = await store.insight.queue_statuses()
     known = {q.name for q in infos}
-    recent = await store.queue_activity(datetime.now(UTC) - timedelta(hours=1))
+    recent = await store.insight.queue_activity(datetime.now(UTC) - timedelta(hours=1))
     infos += [  # queues that only finished jobs lately: listed, so they can be paused
-        QueueInfo(a.queue, dict.fromkeys(ALL_STATES, 0), None)
-        for a in recent
-        if a.queue not in known
+        QueueStatus(a.queue, QueueDepth(a.queue)) for a in recent if a.queue not in known
     ]
     infos.sort(key=lambda q: q.name)
     return _render(request, "queues.html", queues=infos, page="queues")

@@ -106,7 +106,7 @@ class Fetcher(Stoppable):
                 await asyncio.sleep(0)  # let consumers that are finishing right now free slots
             limit = min(buffer.free, MAX_BATCH)
             try:
-                jobs = await self._store.claim(
+                claim = await self._store.claim(
                     self._worker_id, self._queues, limit, self._lease, self._excluded_actors()
                 )
             except StoreError as exc:
@@ -114,8 +114,9 @@ class Fetcher(Stoppable):
                 continue
             self._backoff.succeeded()
             self.claims += 1
-            for (kind, name), waits in self._store.take_limit_waits().items():
+            for (kind, name), waits in claim.limit_waits.items():
                 metrics.limit_waits.labels(kind, name).inc(waits)
+            jobs = claim.jobs
             if jobs:
                 metrics.jobs_claimed.inc(len(jobs))
                 buffer.put_many(jobs)

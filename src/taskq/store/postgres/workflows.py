@@ -1,4 +1,5 @@
-"""The Postgres store's workflow calls (``PostgresStore`` inherits them).
+"""The Postgres store's workflow calls (``PostgresStore`` inherits them; the operator's
+workflow views are in ``insight.py``).
 
 The fan-in itself is not here: the ``jobs_workflow_step`` trigger (migration 0007) does
 it inside whatever statement ends a step. These are the inserts, the reads, the cancel
@@ -8,28 +9,27 @@ and a running step's fan-out.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
-import psycopg
 from psycopg import errors as pg_errors
 from psycopg.rows import DictRow, dict_row
 
-from ..jobs import Outcome
-from ..workflows.model import MAX_STEPS, StepRow, WorkflowInfo, WorkflowRow
-from . import pgarray
-from .enqueue import run_async
-from .pgarray import complete_params
-from .rows import Codec
-from .sqlfile import load_queries
-from .workflows import (
+from ...jobs import Outcome
+from ...workflows.model import MAX_STEPS, StepRow, WorkflowInfo, WorkflowRow
+from .. import pgarray
+from ..enqueue import run_async
+from ..pgarray import complete_params
+from ..sqlfile import load_queries
+from ..workflows import (
     pg_steps_params,
     pg_workflow_steps,
     too_many,
     upstream_results,
     workflow_info,
 )
+from .codec import CODEC
+from .connections import Connections
 
 Q = load_queries("postgres.sql")
 #: how often cancel_workflow tries again when the server broke a deadlock against it (an
@@ -44,50 +44,32 @@ def _ids(value: Any) -> list[UUID]:
 class PostgresWorkflows:
     """Workflow inserts, reads, cancel and fan-out on Postgres."""
 
-    if TYPE_CHECKING:
-        _codec: Codec
-        cancel_channel: str
-        channel: str
-        enqueue_sql: dict[str, str]
-
-        def _connection(self) -> AbstractAsyncContextManager[psycopg.AsyncConnection]: ...
-
-        async def _fetchall(
-            self, name: str, params: dict[str, Any] | None = None
-        ) -> list[DictRow]: ...
-
-        async def _fetchone(
-            self, name: str, params: dict[str, Any] | None = None
-        ) -> DictRow | None: ...
+    _db: Connections
+    cancel_channel: str
+    channel: str
+    enqueue_sql: dict[str, str]
 
     async def enqueue_workflow(self, workflow: WorkflowRow) -> None:
-        async with self._connection() as conn, conn.transaction():
+        async with self._db.connection() as conn, conn.transaction():
             await run_async(conn, pg_workflow_steps(self.enqueue_sql, workflow))
 
     async def get_workflow(self, workflow_id: UUID) -> WorkflowInfo | None:
-        row = await self._fetchone("workflow_get", {"id": workflow_id})
+        row = await self._db.fetchone("workflow_get", {"id": workflow_id})
         if row is None:
             return None
-        steps = await self._fetchall("workflow_steps", {"id": workflow_id})
-        return workflow_info(self._codec, row, steps, ids=_ids)
-
-    async def list_workflows(
-        self, *, state: str | None = None, limit: int = 50
-    ) -> list[WorkflowInfo]:
-        rows = await self._fetchall("workflow_list", {"state": state, "limit": limit})
-        return [workflow_info(self._codec, r) for r in rows]
-
-    async def workflow_totals(self) -> dict[str, int]:
-        return {r["state"]: int(r["finished"]) for r in await self._fetchall("workflow_totals")}
+        steps = await self._db.fetchall("workflow_steps", {"id": workflow_id})
+        return workflow_info(CODEC, row, steps, ids=_ids)
 
     async def upstream_results(self, step_ids: Sequence[UUID]) -> dict[str, Any]:
         if not step_ids:
             return {}
-        rows = await self._fetchall("workflow_upstream_results", {"ids": pgarray.uuids(step_ids)})
+        rows = await self._db.fetchall(
+            "workflow_upstream_results", {"ids": pgarray.uuids(step_ids)}
+        )
         return upstream_results(rows)
 
     async def cancel_workflow(self, workflow_id: UUID, *, by: str | None = None) -> int | None:
-        if await self._fetchone("workflow_get", {"id": workflow_id}) is None:
+        if await self._db.fetchone("workflow_get", {"id": workflow_id}) is None:
             return None
         params = {"id": workflow_id, "by": by, "cancel_channel": self.cancel_channel}
         moved = 0
@@ -97,13 +79,13 @@ class PostgresWorkflows:
         for _ in range(2):
             row = await self._retry_deadlock("workflow_request_cancel", params)
             moved += int(row["moved"]) if row else 0
-        await self._fetchone("workflow_mark_cancelled", {"id": workflow_id, "by": by})
+        await self._db.fetchone("workflow_mark_cancelled", {"id": workflow_id, "by": by})
         return moved
 
     async def _retry_deadlock(self, name: str, params: dict[str, Any]) -> DictRow | None:
         for attempt in range(CANCEL_TRIES):
             try:
-                async with self._connection() as conn:
+                async with self._db.connection() as conn:
                     cur = conn.cursor(row_factory=dict_row)
                     await cur.execute(Q[name], params)
                     return await cur.fetchone()
@@ -117,7 +99,7 @@ class PostgresWorkflows:
     async def complete_fanout(
         self, worker_id: UUID, outcome: Outcome, added: Sequence[StepRow]
     ) -> int:
-        async with self._connection() as conn, conn.transaction():
+        async with self._db.connection() as conn, conn.transaction():
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(
                 Q["workflow_fanout_fence"],

@@ -7,11 +7,11 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from taskq.ids import uuid7
-from taskq.insight import JobFilter
+from taskq.insight import JobFilter, QueueDepth
 from taskq.jobs import Outcome, OutcomeKind
+from tests.integration.storekit import another_store, spec
 
-from .storekit import another_store, spec
-from .test_store_conformance import worker
+from .kit import worker
 
 
 def ago(seconds: float) -> datetime:
@@ -22,7 +22,7 @@ async def run_and_fail(store, queue="default", *, kind=OutcomeKind.RETRY, error=
     """Claim ``n`` jobs of ``queue`` and end each with an exception outcome."""
     w = worker(queues=[queue])
     await store.register_worker(w)
-    claimed = await store.claim(w.id, [queue], n, 30.0)
+    claimed = (await store.claim(w.id, [queue], n, 30.0)).jobs
     outcomes = [
         Outcome(
             c.id,
@@ -45,13 +45,13 @@ async def test_queue_backlog_counts_each_state_and_the_oldest_due_age(store):
     await store.enqueue([spec(queue="b"), spec(queue="b"), spec(queue="b")])
     w = worker(queues=["b"])
     await store.register_worker(w)
-    running = await store.claim(w.id, ["b"], 2, 30.0)
+    running = (await store.claim(w.id, ["b"], 2, 30.0)).jobs
     await store.complete(
         w.id,
         [Outcome(running[0].id, 1, OutcomeKind.DEAD, error="x", dead_reason="failed")],
     )
 
-    by_queue = {d.queue: d for d in await store.queue_backlog()}
+    by_queue = {d.queue: d for d in await store.insight.queue_backlog()}
     a, b, later = by_queue["a"], by_queue["b"], by_queue["later"]
     assert (a.queued, a.running, a.dead) == (3, 0, 0)
     assert 119 <= a.oldest_due_age < 600  # the oldest *due* job, not the future one
@@ -74,7 +74,7 @@ async def test_every_failed_run_is_recorded_with_crashes_told_apart(store):
     await store.give_back(w3.id, [(again.id, again.attempt)])
     await run_and_fail(store, kind=OutcomeKind.DEAD, error="last")
 
-    errors = await store.job_errors(job_id)
+    errors = await store.insight.job_errors(job_id)
     assert [(e.attempt, e.crash) for e in errors] == [(1, False), (2, True), (3, False)]
     assert errors[0].error == "first 1" and errors[0].worker_id == w1.id
     assert "killed by SIGKILL" in errors[1].error and errors[1].worker_id == w2.id
@@ -88,7 +88,7 @@ async def test_queue_activity_counts_successes_failed_runs_and_dead(store):
     await store.enqueue([spec(queue="q", max_attempts=1) for _ in range(4)])
     w = worker(queues=["q"])
     await store.register_worker(w)
-    c = await store.claim(w.id, ["q"], 4, 30.0)
+    c = (await store.claim(w.id, ["q"], 4, 30.0)).jobs
     await store.complete(
         w.id,
         [
@@ -98,10 +98,12 @@ async def test_queue_activity_counts_successes_failed_runs_and_dead(store):
             Outcome(c[3].id, 1, OutcomeKind.DEAD, error="e", dead_reason="failed"),
         ],
     )
-    (q,) = [a for a in await store.queue_activity(ago(3600)) if a.queue == "q"]
+    (q,) = [a for a in await store.insight.queue_activity(ago(3600)) if a.queue == "q"]
     assert (q.succeeded, q.failed_runs, q.dead) == (2, 2, 1)
     assert q.failure_rate == 0.5
-    assert not [a for a in await store.queue_activity(datetime.now(UTC) + timedelta(hours=1))]
+    assert not [
+        a for a in await store.insight.queue_activity(datetime.now(UTC) + timedelta(hours=1))
+    ]
 
 
 async def test_browse_jobs_filters_and_pages_by_keyset(store):
@@ -109,32 +111,34 @@ async def test_browse_jobs_filters_and_pages_by_keyset(store):
     for i in range(7):
         ids += await store.enqueue([spec(actor=f"act{i % 2}", queue="p" if i < 5 else "r")])
     newest_first = list(reversed(ids))
-    page1 = await store.browse_jobs(JobFilter(), limit=3)
-    page2 = await store.browse_jobs(JobFilter(), before=page1[-1].id, limit=3)
-    page3 = await store.browse_jobs(JobFilter(), before=page2[-1].id, limit=3)
+    page1 = await store.insight.browse_jobs(JobFilter(), limit=3)
+    page2 = await store.insight.browse_jobs(JobFilter(), before=page1[-1].id, limit=3)
+    page3 = await store.insight.browse_jobs(JobFilter(), before=page2[-1].id, limit=3)
     assert [j.id for j in page1 + page2 + page3] == newest_first
-    assert {j.id for j in await store.browse_jobs(JobFilter(queue="r"))} == set(ids[5:])
-    assert [j.id for j in await store.browse_jobs(JobFilter(actor="act1", queue="p"))] == [
+    assert {j.id for j in await store.insight.browse_jobs(JobFilter(queue="r"))} == set(ids[5:])
+    assert [j.id for j in await store.insight.browse_jobs(JobFilter(actor="act1", queue="p"))] == [
         ids[3],
         ids[1],
     ]
     await run_and_fail(store, "r", kind=OutcomeKind.DEAD, error="Disk FULL on /var", n=1)
-    (dead,) = await store.browse_jobs(JobFilter(state="dead"))
+    (dead,) = await store.insight.browse_jobs(JobFilter(state="dead"))
     assert dead.queue == "r"
-    assert [j.id for j in await store.browse_jobs(JobFilter(error="disk full"))] == [dead.id]
-    assert await store.browse_jobs(JobFilter(error="50%_")) == []  # no LIKE wildcards
+    assert [j.id for j in await store.insight.browse_jobs(JobFilter(error="disk full"))] == [
+        dead.id
+    ]
+    assert await store.insight.browse_jobs(JobFilter(error="50%_")) == []  # no LIKE wildcards
 
 
 async def test_discard_deletes_only_dead_or_cancelled_jobs_and_their_errors(store):
     queued, dead, cancelled = await store.enqueue([spec(), spec(queue="d"), spec()])
     await run_and_fail(store, "d", kind=OutcomeKind.DEAD)
     await store.cancel_jobs([cancelled])
-    assert await store.job_errors(dead)
-    assert set(await store.discard_jobs([queued, dead, cancelled])) == {dead, cancelled}
+    assert await store.insight.job_errors(dead)
+    assert set(await store.insight.discard_jobs([queued, dead, cancelled])) == {dead, cancelled}
     assert await store.get_job(dead) is None and await store.get_job(cancelled) is None
     assert (await store.get_job(queued)).state == "queued"
-    assert await store.job_errors(dead) == []
-    assert await store.discard_jobs([]) == []
+    assert await store.insight.job_errors(dead) == []
+    assert await store.insight.discard_jobs([]) == []
 
 
 async def test_one_leader_at_a_time_and_takeover_after_the_lease(store, target):
@@ -157,25 +161,24 @@ async def test_workgroup_reports_are_listed_until_removed(store):
     children = [{"name": "api", "pid": 7, "restarts": 2, "latched": False}]
     await store.report_workgroup(instance, "host-a", 99, children)
     await store.report_workgroup(instance, "host-a", 99, [{**children[0], "restarts": 3}])
-    (report,) = await store.list_workgroups(ago(60))
+    (report,) = await store.insight.list_workgroups(ago(60))
     assert (report.instance, report.hostname, report.pid) == (instance, "host-a", 99)
     assert report.children[0]["restarts"] == 3
     assert abs((report.updated_at - datetime.now(UTC)).total_seconds()) < 60
-    assert await store.list_workgroups(datetime.now(UTC) + timedelta(minutes=1)) == []
+    assert await store.insight.list_workgroups(datetime.now(UTC) + timedelta(minutes=1)) == []
     await store.remove_workgroup(instance)
-    assert await store.list_workgroups(ago(60)) == []
+    assert await store.insight.list_workgroups(ago(60)) == []
 
 
-async def test_queue_infos_from_the_backlog_with_pause_and_limits(store):
+async def test_queue_statuses_from_the_backlog_with_pause_and_limits(store):
     from taskq.client import AsyncClient
 
     await store.enqueue([spec(queue="q", run_at=ago(30)), spec(queue="q")])
     async with AsyncClient(store=store) as client:
         await client.pause_queue("q", by="alice")
         await client.set_queue_limits("idle", concurrency=2)
-    infos = {q.name: q for q in await store.queue_infos()}
-    q, idle = infos["q"], infos["idle"]
-    assert (q.depth["queued"], q.paused, q.paused_by) == (2, True, "alice")
-    assert q.oldest_age_s is not None and q.oldest_age_s >= 29
-    assert q.depth["succeeded"] == 0  # finished states are not counted here
-    assert (idle.limits.concurrency, idle.paused, idle.oldest_age_s) == (2, False, None)
+    statuses = {q.name: q for q in await store.insight.queue_statuses()}
+    q, idle = statuses["q"], statuses["idle"]
+    assert (q.backlog.queued, q.paused, q.paused_by) == (2, True, "alice")
+    assert q.backlog.oldest_due_age >= 29
+    assert (idle.limits.concurrency, idle.paused, idle.backlog) == (2, False, QueueDepth("idle"))

@@ -11,8 +11,7 @@ from taskq import AsyncClient
 from taskq.exceptions import ConfigError
 from taskq.ids import uuid7
 from taskq.jobs import Limits, Rate
-
-from .storekit import another_store, spec
+from tests.integration.storekit import another_store, spec
 
 LEASE = 30.0
 
@@ -30,7 +29,7 @@ async def client(store):
 async def test_a_paused_queue_is_skipped_and_resumes_with_no_attempt_charged(store, client):
     await store.enqueue([spec(queue="a") for _ in range(3)] + [spec(queue="b") for _ in range(2)])
     await client.pause_queue("a", by="ops@test")
-    got = await claim(store)
+    got = (await claim(store)).jobs
     assert sorted(j.queue for j in got) == ["b", "b"]
     (a,) = [q for q in await client.queues() if q.name == "a"]
     assert a.paused and a.paused_by == "ops@test" and a.paused_at is not None
@@ -38,7 +37,7 @@ async def test_a_paused_queue_is_skipped_and_resumes_with_no_attempt_charged(sto
     queued = await store.list_jobs(state="queued")
     assert {j.attempts for j in queued} == {0}
     await client.resume_queue("a")
-    got = await claim(store)
+    got = (await claim(store)).jobs
     assert sorted(j.queue for j in got) == ["a", "a", "a"]
     assert {j.attempt for j in got} == {1}
     (a,) = [q for q in await client.queues() if q.name == "a"]
@@ -78,19 +77,19 @@ async def test_a_concurrency_limit_caps_running_jobs_across_claimers(store, clie
     await client.set_queue_limits("a", concurrency=3)
     await store.enqueue([spec(queue="a") for _ in range(10)] + [spec(queue="b") for _ in range(4)])
     async with another_store(target) as other:
-        first = await claim(store)
-        second = await claim(other)
+        first = (await claim(store)).jobs
+        second = (await claim(other)).jobs
     got = first + second
     assert sum(j.queue == "a" for j in got) == 3
     assert sum(j.queue == "b" for j in got) == 4  # the other queue is not held back
-    assert await claim(store) == []
+    assert (await claim(store)).jobs == []
     # a finished job frees its slot
     done = next(j for j in got if j.queue == "a")
     from taskq.jobs import Outcome, OutcomeKind
 
     worker = (await store.get_job(done.id)).worker_id
     await store.complete(worker, [Outcome(done.id, done.attempt, OutcomeKind.SUCCEEDED)])
-    again = await claim(store)
+    again = (await claim(store)).jobs
     assert [j.queue for j in again] == ["a"]
 
 
@@ -113,9 +112,9 @@ async def test_concurrent_claimers_never_exceed_the_limit(store, client, target)
 async def test_a_rate_limit_caps_starts_in_the_window(store, client):
     await client.set_queue_limits("a", rate="2/minute")
     await store.enqueue([spec(queue="a") for _ in range(5)])
-    first = await claim(store)
+    first = (await claim(store)).jobs
     assert len(first) == 2
-    assert await claim(store) == []  # finished or not, the starts are counted
+    assert (await claim(store)).jobs == []  # finished or not, the starts are counted
     assert (await store.stats())["queued"] == 3
 
 
@@ -126,7 +125,7 @@ async def test_an_actor_limit_holds_across_queues(store, client):
         + [spec("slow", queue="b") for _ in range(3)]
         + [spec("fast", queue="a") for _ in range(3)]
     )
-    got = await claim(store)
+    got = (await claim(store)).jobs
     assert sum(j.actor == "slow" for j in got) == 2
     assert sum(j.actor == "fast" for j in got) == 3
 
@@ -136,7 +135,7 @@ async def test_a_queue_and_an_actor_limit_both_hold(store, client):
     await client.set_actor_limits("slow", concurrency=1)
     await store.enqueue([spec("slow", queue="a") for _ in range(3)])
     await store.enqueue([spec("fast", queue="a") for _ in range(3)])
-    got = await claim(store)
+    got = (await claim(store)).jobs
     assert sorted(j.actor for j in got) == ["fast", "fast", "slow"]
 
 
@@ -144,7 +143,7 @@ async def test_clearing_limits_frees_the_queue(store, client):
     await client.set_queue_limits("a", concurrency=1, rate="1/hour")
     await store.enqueue([spec(queue="a") for _ in range(3)])
     assert len(await claim(store)) == 1
-    assert await claim(store) == []
+    assert (await claim(store)).jobs == []
     await client.set_queue_limits("a")
     assert await client.limits() == {}
     assert len(await claim(store)) == 2
@@ -174,7 +173,7 @@ async def test_a_snoozed_outcome_requeues_later_with_the_attempt_given_back(stor
     assert stored.state == "queued" and stored.attempts == 0 and stored.snooze_count == 1
     assert stored.worker_id is None and stored.started_at is None
     assert (stored.run_at - stored.created_at).total_seconds() > 3000
-    assert await claim(store) == []  # not due yet
+    assert (await claim(store)).jobs == []  # not due yet
     await store.retry_jobs([job_id])  # no-op: only dead or cancelled jobs move
     assert (await store.get_job(job_id)).snooze_count == 1
 
@@ -220,7 +219,7 @@ async def test_a_run_whose_cancel_was_requested_always_ends_cancelled(store, end
     stored = await store.get_job(job_id)
     assert stored.state == "cancelled" and stored.dead_reason is None
     assert stored.cancelled_by == "me" and stored.finished_at is not None
-    assert await claim(store) == []  # never re-run
+    assert (await claim(store)).jobs == []  # never re-run
     assert await store.retry_jobs([job_id]) == [job_id]  # by hand, it can be
     again = await store.get_job(job_id)
     assert again.state == "queued" and again.cancelled_at is None and again.cancelled_by is None
@@ -241,12 +240,12 @@ async def test_claims_that_find_a_limit_full_are_counted(store, client):
     await client.set_actor_limits("slow", rate="1/hour")
     await store.enqueue([spec("slow", queue="b"), spec("slow", queue="b"), spec(queue="a")])
     await store.enqueue([spec(queue="a")])
-    store.take_limit_waits()
-    assert len(await claim(store)) == 2  # one of a (limit 1), one slow (rate 1)
-    assert store.take_limit_waits() == {}  # both had room when the claim began
-    assert await claim(store) == []
-    assert store.take_limit_waits() == {("queue", "a"): 1, ("actor", "slow"): 1}
-    assert store.take_limit_waits() == {}
+    first = await claim(store)
+    assert len(first.jobs) == 2  # one of a (limit 1), one slow (rate 1)
+    assert first.limit_waits == {}  # both had room when the claim began
+    second = await claim(store)
+    assert second.jobs == []
+    assert second.limit_waits == {("queue", "a"): 1, ("actor", "slow"): 1}
 
 
 async def test_paused_queues_reach_the_fleet_metrics(store, client):
@@ -268,7 +267,7 @@ async def test_a_rate_window_slides_and_old_starts_stop_counting(store, client):
     await client.set_queue_limits("a", rate="2/second")
     await store.enqueue([spec(queue="a") for _ in range(5)])
     assert len(await claim(store)) == 2
-    assert await claim(store) == []
+    assert (await claim(store)).jobs == []
 
     async def room_again() -> list:
         return await claim(store)
@@ -285,6 +284,6 @@ async def test_a_claimer_that_has_not_looked_at_limits_lately_claims_within_them
     await store.enqueue([spec(queue="a") for _ in range(3)] + [spec(queue="b") for _ in range(4)])
     await client.set_queue_limits("b", concurrency=2)
     async with another_store(target) as fresh:  # its cache of "limits exist?" is empty
-        got = await claim(fresh, limit=100)
+        got = (await claim(fresh, limit=100)).jobs
     assert sorted(j.queue for j in got) == ["a", "a", "a", "b", "b"]
-    assert await claim(store, limit=100) == []  # b is full
+    assert (await claim(store, limit=100)).jobs == []  # b is full

@@ -1,4 +1,5 @@
-"""The SQLite store's workflow calls (``SqliteStore`` inherits them).
+"""The SQLite store's workflow calls (``SqliteStore`` inherits them; the operator's
+workflow views are in ``insight.py``).
 
 The fan-in itself is not here: the ``jobs_workflow_step_*`` triggers (migration 0007)
 do it inside whatever statement ends a step. These are the inserts, the reads, the
@@ -15,18 +16,19 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
-from ..jobs import Outcome
-from ..workflows.model import MAX_STEPS, StepRow, WorkflowInfo, WorkflowRow
-from .enqueue import uuid_text
-from .rows import Codec
-from .sqlfile import load_queries
-from .workflows import (
+from ...jobs import Outcome
+from ...workflows.model import MAX_STEPS, StepRow, WorkflowInfo, WorkflowRow
+from ..enqueue import uuid_text
+from ..sqlfile import load_queries
+from ..workflows import (
     sqlite_insert_workflow,
     sqlite_step_rows,
     too_many,
     upstream_results,
     workflow_info,
 )
+from .codec import CODEC
+from .runs import complete_runs
 
 Q = load_queries("sqlite.sql")
 T = TypeVar("T")
@@ -44,64 +46,50 @@ class SqliteWorkflows:
     """Workflow inserts, reads, cancel and fan-out on SQLite."""
 
     if TYPE_CHECKING:
-        _codec: Codec
 
         @property
-        def _db(self) -> sqlite3.Connection: ...
+        def db(self) -> sqlite3.Connection: ...
 
-        async def _run(self, fn: Callable[..., T], *args: Any) -> T: ...
+        async def run(self, fn: Callable[..., T], *args: Any) -> T: ...
 
-        def _write(self, fn: Callable[..., T], *args: Any) -> T: ...
-
-        def _complete(self, worker_id: str, outcomes: Sequence[Outcome]) -> int: ...
+        def write(self, fn: Callable[..., T], *args: Any) -> T: ...
 
     async def enqueue_workflow(self, workflow: WorkflowRow) -> None:
-        await self._run(self._write, lambda: sqlite_insert_workflow(self._db, workflow))
+        await self.run(self.write, lambda: sqlite_insert_workflow(self.db, workflow))
 
     def _get_workflow(self, workflow_id: UUID) -> WorkflowInfo | None:
         params = {"id": str(workflow_id)}
-        row = self._db.execute(Q["workflow_get"], params).fetchone()
+        row = self.db.execute(Q["workflow_get"], params).fetchone()
         if row is None:
             return None
-        steps = self._db.execute(Q["workflow_steps"], params).fetchall()
-        return workflow_info(self._codec, row, steps, ids=_ids)
+        steps = self.db.execute(Q["workflow_steps"], params).fetchall()
+        return workflow_info(CODEC, row, steps, ids=_ids)
 
     async def get_workflow(self, workflow_id: UUID) -> WorkflowInfo | None:
-        return await self._run(self._get_workflow, workflow_id)
-
-    async def list_workflows(
-        self, *, state: str | None = None, limit: int = 50
-    ) -> list[WorkflowInfo]:
-        params = {"state": state, "limit": limit}
-        rows = await self._run(lambda: self._db.execute(Q["workflow_list"], params).fetchall())
-        return [workflow_info(self._codec, r) for r in rows]
-
-    async def workflow_totals(self) -> dict[str, int]:
-        rows = await self._run(lambda: self._db.execute(Q["workflow_totals"]).fetchall())
-        return {r["state"]: int(r["finished"]) for r in rows}
+        return await self.run(self._get_workflow, workflow_id)
 
     async def upstream_results(self, step_ids: Sequence[UUID]) -> dict[str, Any]:
         if not step_ids:
             return {}
         params = {"ids": _json_ids(step_ids)}
-        rows = await self._run(
-            lambda: self._db.execute(Q["workflow_upstream_results"], params).fetchall()
+        rows = await self.run(
+            lambda: self.db.execute(Q["workflow_upstream_results"], params).fetchall()
         )
         return upstream_results(rows)
 
     def _cancel_workflow(self, workflow_id: UUID, by: str | None) -> int | None:
         params = {"id": str(workflow_id), "by": by, "now": time.time()}
-        if self._db.execute(Q["workflow_get"], {"id": params["id"]}).fetchone() is None:
+        if self.db.execute(Q["workflow_get"], {"id": params["id"]}).fetchone() is None:
             return None
-        moved = self._db.execute(Q["workflow_request_cancel"], params).rowcount
-        self._db.execute(Q["workflow_mark_cancelled"], params)
+        moved = self.db.execute(Q["workflow_request_cancel"], params).rowcount
+        self.db.execute(Q["workflow_mark_cancelled"], params)
         return moved
 
     async def cancel_workflow(self, workflow_id: UUID, *, by: str | None = None) -> int | None:
-        return await self._run(self._write, self._cancel_workflow, workflow_id, by)
+        return await self.run(self.write, self._cancel_workflow, workflow_id, by)
 
     def _complete_fanout(self, worker_id: str, outcome: Outcome, added: Sequence[StepRow]) -> int:
-        db = self._db
+        db = self.db
         held = db.execute(
             Q["workflow_fanout_fence"],
             {"id": str(outcome.job_id), "attempt": outcome.attempt, "worker_id": worker_id},
@@ -122,9 +110,9 @@ class SqliteWorkflows:
                 db.execute(Q["workflow_fanout_parent"], params)
                 db.execute(Q["workflow_fanout_after"], params)
                 db.execute(Q["workflow_fanout_count"], {**params, "id": held["workflow_id"]})
-        return self._complete(worker_id, [outcome])
+        return complete_runs(self.db, worker_id, [outcome])
 
     async def complete_fanout(
         self, worker_id: UUID, outcome: Outcome, added: Sequence[StepRow]
     ) -> int:
-        return await self._run(self._write, self._complete_fanout, str(worker_id), outcome, added)
+        return await self.run(self.write, self._complete_fanout, str(worker_id), outcome, added)

@@ -7,8 +7,7 @@ import pytest
 
 from taskq.ids import uuid7
 from taskq.jobs import Outcome, OutcomeKind
-
-from .storekit import spec
+from tests.integration.storekit import spec
 
 LEASE = 30.0
 
@@ -57,7 +56,7 @@ async def test_late_success_of_a_requeued_unclaimed_run_is_recorded_and_not_run_
     assert await store.complete(w, [succeeded(c)]) == 1
     job = await store.get_job(c.id)
     assert (job.state, job.late, job.worker_id, job.attempts) == ("succeeded", True, w, 1)
-    assert await store.claim(uuid7(), ["default"], 10, LEASE) == []
+    assert (await store.claim(uuid7(), ["default"], 10, LEASE)).jobs == []
 
 
 @pytest.mark.parametrize("kind", [OutcomeKind.RETRY, OutcomeKind.DEAD])

@@ -1,0 +1,57 @@
+"""The operator's side of a store: what metrics, the dashboard and ``taskq workers`` read.
+
+Kept apart from ``Store`` (what workers and clients call): a worker never reads these
+views, and each engine keeps their statements in its own ``insight.py`` module. Every
+store has one, on the store's own connections, as ``store.insight``. The data they
+return is in ``taskq.insight``. Each view scans only the partial indexes of the live
+states (queued, running, dead) or a recent window, never the whole jobs table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+from uuid import UUID
+
+from ..insight import JobError, JobFilter, QueueActivity, QueueDepth, QueueStatus, WorkgroupReport
+from ..jobs import Job, WorkerInfo
+from ..workflows.model import WorkflowInfo
+
+
+class Insight(Protocol):
+    async def queue_backlog(self) -> list[QueueDepth]:
+        """Per queue with queued, running or dead jobs: the counts and the age of the
+        oldest due queued job (``taskq_queue_jobs``, the dashboard's overview)."""
+
+    async def queue_statuses(self) -> list[QueueStatus]:
+        """Per queue with live jobs, paused or limited: its backlog, pause state and
+        limits (the dashboard's queue page)."""
+
+    async def queue_activity(self, since: datetime) -> list[QueueActivity]:
+        """Per queue since ``since``: jobs succeeded, runs failed, jobs gone dead."""
+
+    async def browse_jobs(
+        self, filters: JobFilter, *, before: UUID | None = None, limit: int = 50
+    ) -> list[Job]:
+        """A page of jobs newest first with ``id < before`` (keyset pagination)."""
+
+    async def list_workflows(
+        self, *, state: str | None = None, limit: int = 50
+    ) -> list[WorkflowInfo]:
+        """Workflows newest first, without their steps (``taskq workflows``)."""
+
+    async def workflow_totals(self) -> dict[str, int]:
+        """How many workflows ever finished, by end state (never goes back)."""
+
+    async def job_errors(self, job_id: UUID) -> list[JobError]:
+        """Every failed run of a job (exceptions and crashes), oldest first."""
+
+    async def discard_jobs(self, job_ids: Sequence[UUID]) -> list[UUID]:
+        """Delete dead or cancelled jobs; returns the ids deleted."""
+
+    async def list_workers(self) -> list[WorkerInfo]:
+        """Every worker row (``taskq workers``), oldest first."""
+
+    async def list_workgroups(self, since: datetime) -> list[WorkgroupReport]:
+        """Workgroups that reported since ``since``, newest first."""

@@ -1,0 +1,20 @@
+"""The Postgres engine: ``PostgresStore`` and its ``Insight``.
+
+| module | what it is |
+|---|---|
+| ``store.py`` | ``PostgresStore``: one method per ``Store`` call |
+| ``connections.py`` | the DSN, the pool, the producer's kept connection, driver errors mapped |
+| ``claims.py`` | the claim connection and its pipelines (plain, checking limits, limited) |
+| ``listen.py`` | a LISTEN connection several tasks wait on (new jobs, cancel requests) |
+| ``upkeep.py`` | leases, workgroup reports, autovacuum and VACUUM (the store inherits them) |
+| ``workflows.py`` | workflow inserts, reads, cancel, fan-out (the store inherits them) |
+| ``codec.py`` | ids, times and lists as psycopg returns them |
+| ``insight.py`` | ``PostgresInsight``: the operator's views |
+| ``postgres.sql`` | every statement the engine sends, as named blocks |
+"""
+
+from __future__ import annotations
+
+from .store import PostgresStore
+
+__all__ = ["PostgresStore"]
