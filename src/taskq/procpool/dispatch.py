@@ -3,7 +3,15 @@
 ``Dispatcher.run`` checks the payload, asks the breaker, leases an idle slot from the
 slot supervisor, sends the job and turns the verdict into a result or one of the errors
 listed in the package docstring. A process that dies before it acknowledged the job
-(``Started``) does not charge it: the job goes to another slot, once. ``cancel`` kills
+(``Started``) does not charge it: the job goes to another slot, once.
+
+When no slot is idle, a small job (``PIPELINE_MAX_CHARS``) is sent to a busy process to
+wait in its pipe behind the one job running there, so that process starts it the moment
+it replies, without waiting for this side (the pool's "pipelining"; it never waits on
+its parent while work is queued). Such a job is not running: it is not in
+``running_jobs``, its timeout counts from its ``Started``, and if its process goes
+before its turn (a death, a timeout, a cancel of the job before it) it was never taken:
+it is sent again, uncharged, to an idle process. ``cancel`` kills
 the process running a job on purpose (TERM, ``kill_grace``, KILL, reaped): that job
 raises ``JobCancelled``, which is no break (no metric, the breaker does not count it)
 and no failure of the slot (replaced at once, no backoff).
@@ -36,7 +44,7 @@ from ..exceptions import (
     ResultDropped,
 )
 from ..logs import get_logger, job_fields
-from . import causes
+from . import causes, process
 from .breaker import Admission, BreakerState, PoolBreaker
 from .changes import Changes
 from .config import PoolConfig
@@ -55,6 +63,10 @@ from .slot import Slot
 from .supervisor import SlotSupervisor
 
 log = get_logger(__name__)
+
+#: a job whose arguments are at most this many characters may be queued behind a running
+#: job (sent from the event loop: at most 64 KiB, which the pipe's buffer takes at once)
+PIPELINE_MAX_CHARS = 16 * 1024
 
 
 @dataclass(slots=True)
@@ -77,7 +89,17 @@ class Job:
     oom_counter: causes.OomCounter | None = None
     oom_before: int | None = None
     context: JobContext | None = None  # taskq.current_job() of the caller, if any
+    context_json: str | None = None
     cancelled: bool = False  # cancel() killed its process on purpose
+    queued: bool = False  # waiting in a busy process's pipe for the job before it
+    lost_in_queue: bool = False  # its process went before its turn: never taken
+    turn: asyncio.Future[None] | None = None  # resolved once its verdict is acted on
+
+    @property
+    def small(self) -> bool:
+        """Small enough to be sent from the event loop (``PIPELINE_MAX_CHARS``)."""
+        size = len(self.args_json) + len(self.kwargs_json) + len(self.context_json or "")
+        return size <= PIPELINE_MAX_CHARS
 
     def payload_bytes(self) -> int:
         return len(self.args_json.encode()) + len(self.kwargs_json.encode())
@@ -99,6 +121,7 @@ class Dispatcher:
         self._executor = executor
         self._seq = itertools.count(1)
         self.running: dict[str, Job] = {}  # job_id -> the job, while its process runs it
+        self.queued: dict[str, Job] = {}  # job_id -> the job, while it waits in a pipe
 
     async def run(self, job: Job) -> str:
         self._check_payload(job)
@@ -106,24 +129,34 @@ class Dispatcher:
         if admission is Admission.REFUSED:
             raise BreakerOpen()
         probe = admission is Admission.PROBE
+        job.context = peek()  # taskq.current_job() of the caller, whose meta changes come back
+        job.context_json = None if job.context is None else job.context.to_json()
+        may_queue = not probe and job.small
         settled = False  # the probe reached a verdict (a break re-opened the breaker itself)
+        lost = False  # a process died after it was handed the job, before it took it
         try:
-            for try_number in (1, 2):
-                slot = await self._acquire(probe)
-                exchanged = await self._exchange(slot, job)
-                if job.cancelled:
-                    await self._cancelled(job)
-                if (
-                    isinstance(exchanged.verdict, Died)
-                    and exchanged.started is None
-                    and try_number == 1
-                    and not self._slots.closing
-                ):
-                    self._lost_before_start(slot, job)  # not this job's doing: another slot
-                    continue
-                settled = True
-                return await self._conclude(slot, job, exchanged, probe)
-            raise AssertionError("unreachable")  # pragma: no cover
+            while True:
+                slot, queued = await self._acquire(probe, may_queue)
+                try:
+                    exchanged = await self._exchange(slot, job, queued)
+                    if job.cancelled:
+                        await self._cancelled(job)
+                    if (
+                        isinstance(exchanged.verdict, Died)
+                        and exchanged.started is None
+                        and not self._slots.closing
+                    ):
+                        if job.lost_in_queue:  # its process went before its turn
+                            job.lost_in_queue, may_queue = False, False
+                            continue
+                        if not lost:  # not this job's doing: another slot
+                            lost = True
+                            self._lost_before_start(slot, job)
+                            continue
+                    settled = True
+                    return await self._conclude(slot, job, exchanged, probe)
+                finally:
+                    _turn_done(job)
         finally:
             if probe and not settled:
                 self._breaker.probe_abandoned()
@@ -133,13 +166,16 @@ class Dispatcher:
 
         False when no process is running that job (not dispatched yet, or finished). Once
         this returned True, the job's ``run`` raises ``JobCancelled``, even if its result
-        arrived while the process was being killed."""
-        job = self.running.get(job_id)
+        arrived while the process was being killed. A job waiting in a busy process's pipe
+        is stopped when its turn comes (the job before it runs on unharmed): this returns
+        once that process is reaped."""
+        job = self.running.get(job_id) or self.queued.get(job_id)
         if job is None or job.slot is None or job.reaped is None or job.cancelled:
             return False
         job.cancelled = True
         log.event(PROCESS_POOL_JOB_CANCELLED, job=job_id, actor=job.actor, pid=job.pid)
-        self._slots.retire(job.slot, "cancelled", failure=False, hard=True)
+        if not job.queued:
+            self._slots.retire(job.slot, "cancelled", failure=False, hard=True)
         await asyncio.shield(job.reaped)
         return True
 
@@ -154,7 +190,9 @@ class Dispatcher:
                 f"pool's limit of {limit} bytes"
             )
 
-    async def _acquire(self, probe: bool) -> Slot:
+    async def _acquire(self, probe: bool, may_queue: bool) -> tuple[Slot, bool]:
+        """An idle slot, or (``may_queue``, none idle) a busy one to queue behind: the
+        slot, and whether the job is queued."""
         while True:
             if self._slots.closing:
                 raise PoolClosed()
@@ -164,16 +202,21 @@ class Dispatcher:
                 raise BreakerOpen()
             slot = self._slots.take_idle()
             if slot is not None:
-                return slot
+                return slot, False
+            if may_queue:
+                slot = self._slots.take_queueable()
+                if slot is not None:
+                    return slot, True
             await self._changes.wait()
 
-    async def _exchange(self, slot: Slot, job: Job) -> Exchanged:
+    async def _exchange(self, slot: Slot, job: Job, queued: bool) -> Exchanged:
+        before = slot.turn  # the job queued behind waits until this one is concluded
+        job.turn = slot.turn = asyncio.get_running_loop().create_future()
         job.slot, job.reaped, job.pid = slot, slot.reaped, slot.pid
         job.pool_generation, job.slot_generation = self._slots.generation, slot.generation
         job.memory_limit_mib, job.oom_counter = slot.memory_limit_mib, slot.oom_counter
         job.oom_before = slot.oom_counter.read() if slot.oom_counter is not None else None
         fields = job_fields()  # the job's log context: the child's records carry it too
-        job.context = peek()  # and its taskq.current_job(), whose meta changes come back
         message = Run(
             next(self._seq),
             job.actor,
@@ -181,18 +224,62 @@ class Dispatcher:
             job.kwargs_json,
             self._config.result_limit,
             tuple(fields.items()) if fields else (),
-            None if job.context is None else job.context.to_json(),
+            job.context_json,
         )
+        # a small job is sent from here (a job queued behind it later cannot overtake
+        # it); a large one from the exchange's thread, and nothing is queued behind it
+        small = job.small
+        if queued:
+            if not await self._wait_turn(slot, job, message, before):
+                return Exchanged(Died(), None)
+        elif small:
+            assert slot.conn is not None
+            if not process.post(slot.conn, message):
+                return Exchanged(Died(), None)  # its process died before it took the job
+        else:
+            slot.exclusive = True
         if job.job_id is not None:
             self.running[job.job_id] = job
         try:
-            exchanged = await self._slots.exchange(slot, message, job.timeout)
+            exchanged = await self._slots.exchange(slot, message, job.timeout, send=not small)
         finally:
             if job.job_id is not None and self.running.get(job.job_id) is job:
                 del self.running[job.job_id]
         if exchanged.started is not None:
             job.memory_limit_mib = exchanged.started.memory_limit_mib
         return exchanged
+
+    async def _wait_turn(
+        self, slot: Slot, job: Job, message: Run, before: asyncio.Future[None] | None
+    ) -> bool:
+        """Put a queued job in its process's pipe and wait until the job before it is
+        concluded. True when the process is taking it now; False when that process went
+        first (``job.lost_in_queue``), or the job was cancelled while it waited (its
+        process, which starts it now, is stopped: the job before it is done)."""
+        sent_to = slot.process
+        assert slot.conn is not None and sent_to is not None
+        job.queued = True
+        if job.job_id is not None:
+            self.queued[job.job_id] = job
+        posted = process.post(slot.conn, message)
+        try:
+            if posted and before is not None:
+                await asyncio.shield(before)
+        except asyncio.CancelledError:
+            if slot.process is sent_to:  # the process would run it for nobody
+                slot.drop_after_turn = True
+            raise
+        finally:
+            job.queued = False
+            if job.job_id is not None and self.queued.get(job.job_id) is job:
+                del self.queued[job.job_id]
+        if not posted or slot.process is not sent_to or slot.retired.is_set():
+            job.lost_in_queue = True
+            return False
+        if job.cancelled:
+            self._slots.retire(slot, "cancelled", failure=False, hard=True)
+            return False
+        return True
 
     async def _cancelled(self, job: Job) -> NoReturn:
         assert job.reaped is not None
@@ -206,9 +293,11 @@ class Dispatcher:
         match exchanged.verdict:
             case Died():  # dying already: let it finish exiting so its status is its own
                 self._slots.retire(slot, "died", failure=True, hard=False)
+                _turn_done(job)
                 await self._report_death(job)
             case TimedOut():
                 self._slots.retire(slot, "timeout", failure=False, hard=True)
+                _turn_done(job)
                 log.event(
                     PROCESS_POOL_JOB_TIMED_OUT,
                     job=job.job_id,
@@ -225,11 +314,13 @@ class Dispatcher:
                 )
             case Garbled(detail=detail):
                 self._slots.retire(slot, "protocol", failure=True, hard=True)
+                _turn_done(job)
                 self._probe_verdict(probe)
                 raise JobFailed(f"pool process {job.pid}: {detail}", error_type="ProtocolError")
             case reply:
                 # the process survived the job: the slot did real work
                 self._slots.job_survived(slot)
+                _turn_done(job)
                 self._probe_verdict(probe)
                 meta_json = None if isinstance(reply, Undecodable) else reply.meta_json
                 if meta_json and job.context:
@@ -293,6 +384,12 @@ class Dispatcher:
             pid=job.pid,
             oom_kill=report.oom_kill,
         )
+
+
+def _turn_done(job: Job) -> None:
+    """The job's verdict is acted on: the job queued behind it on its slot may go on."""
+    if job.turn is not None and not job.turn.done():
+        job.turn.set_result(None)
 
 
 def _result(reply: object) -> str:

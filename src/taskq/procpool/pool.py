@@ -139,6 +139,12 @@ class ProcessPool:
         """``job_id -> pid`` of every job running now (jobs given a ``job_id``)."""
         return {job_id: job.pid for job_id, job in self._dispatcher.running.items() if job.pid}
 
+    @property
+    def queued_jobs(self) -> dict[str, int]:
+        """``job_id -> pid`` of every job waiting in a busy process's pipe for the job
+        before it (not running yet: a job is queued only when no process is idle)."""
+        return {job_id: job.pid for job_id, job in self._dispatcher.queued.items() if job.pid}
+
     def slot_generations(self) -> list[int]:
         return [s.generation for s in self._slots.slots]
 

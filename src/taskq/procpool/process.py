@@ -82,19 +82,27 @@ def wait_ready(conn: Connection, process: BaseProcess, timeout: float) -> StartR
 
 
 def exchange(
-    conn: Connection, process: BaseProcess, message: Run, timeout: float | None
+    conn: Connection,
+    process: BaseProcess,
+    message: Run,
+    timeout: float | None,
+    *,
+    send: bool = True,
 ) -> Exchanged:
-    """Send one job and wait for its reply (or the death, or the timeout)."""
+    """Send one job (``send=False``: it was sent already, queued behind the job before it)
+    and wait for its reply, or the death, or the timeout, counted from its ``Started``
+    (before that, from now)."""
     deadline = None if timeout is None else time.monotonic() + timeout
     started: Started | None = None
 
     def verdict(value: Verdict) -> Exchanged:
         return Exchanged(value, started)
 
-    try:
-        conn.send(message)
-    except (OSError, ValueError):
-        return verdict(Died())
+    if send:
+        try:
+            conn.send(message)
+        except (OSError, ValueError):
+            return verdict(Died())
     while True:
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
@@ -103,13 +111,18 @@ def exchange(
             return verdict(Died())
         if not ready:
             return verdict(TimedOut())
-        if conn not in ready and not conn.poll(0):
+        try:
+            if conn not in ready and not conn.poll(0):
+                return verdict(Died())
+        except (OSError, ValueError):
             return verdict(Died())
         match _receive(conn):
             case Died() as died:
                 return verdict(died)
             case Started(seq=seq) as first if seq == message.seq and started is None:
                 started = first
+                if timeout is not None:
+                    deadline = time.monotonic() + timeout
             case (
                 Returned(seq=seq)
                 | Raised(seq=seq)
@@ -119,6 +132,17 @@ def exchange(
                 return verdict(reply)
             case other:
                 return verdict(Garbled(f"unexpected reply to job {message.seq}: {other!r}"))
+
+
+def post(conn: Connection, message: Run) -> bool:
+    """Send a job to a busy process from the event loop's thread, to wait in its pipe
+    behind the job it runs (the caller keeps such messages small: the pipe's buffer holds
+    them without blocking). False if the pipe is gone."""
+    try:
+        conn.send(message)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def terminate(process: BaseProcess) -> None:

@@ -63,3 +63,15 @@ class Slot:
     # whoever awaits one process's end keeps its own future)
     reaped: asyncio.Future[int | None] = field(default_factory=new_reaped)
     exchange: asyncio.Future[Exchanged] | None = None  # the thread talking to the busy process
+    #: jobs sent to the current process and not concluded yet: 1 while busy, 2 while a
+    #: job waits in its pipe behind the running one (``SlotSupervisor.take_queueable``)
+    pending: int = 0
+    #: the running job's message is sent from a thread (a large payload): nothing may be
+    #: queued behind it, whose bytes could interleave with its own
+    exclusive: bool = False
+    #: resolved once the last job sent to the current process is concluded (its verdict
+    #: acted on: the slot retired, or offered again): the job queued behind it waits for it
+    turn: asyncio.Future[None] | None = None
+    #: the job queued in the pipe was given up while it waited (its caller was cancelled):
+    #: the process is stopped when the job before it ends, not offered again
+    drop_after_turn: bool = False

@@ -6,8 +6,9 @@ starts the next one when ``RestartGate`` (restarts.py) allows: at once after a r
 timeout or a cancel; after the slot's own backoff delay after a failure (a death, a
 failed initializer); never while the breaker is open.
 
-Callers (the dispatcher) lease an idle slot with ``take_idle``, talk to its process with
-``exchange``, and end the job with ``job_survived`` or ``retire``.
+Callers (the dispatcher) lease an idle slot with ``take_idle`` (or, when none is idle, queue
+one job behind a busy one with ``take_queueable``), talk to its process with ``exchange``,
+and end the job with ``job_survived`` or ``retire``.
 """
 
 from __future__ import annotations
@@ -126,14 +127,44 @@ class SlotSupervisor:
             return None
         slot = self._idle.popleft()
         slot.state = SlotState.BUSY
+        slot.pending = 1
         return slot
 
-    async def exchange(self, slot: Slot, message: Run, timeout: float | None) -> Exchanged:
-        """Send one job to the busy ``slot``'s process and wait for the verdict (a thread)."""
-        assert slot.conn is not None and slot.process is not None
+    def take_queueable(self) -> Slot | None:
+        """A busy slot whose process may take one more job, to wait in its pipe behind the
+        running one (so the process starts it without waiting for this side): one whose
+        job runs alone there, that is not retiring, and whose process will not be
+        recycled by count before that job (``max_tasks_per_child``). None if none."""
+        limit = self._config.max_tasks_per_child
+        for slot in self.slots:
+            if (
+                slot.state is SlotState.BUSY
+                and slot.pending == 1
+                and not slot.exclusive
+                and slot.process is not None
+                and not slot.retired.is_set()
+                and (limit is None or slot.tasks_done + 2 <= limit)
+            ):
+                slot.pending = 2
+                return slot
+        return None
+
+    async def exchange(
+        self,
+        slot: Slot,
+        message: Run,
+        timeout: float | None,
+        *,
+        send: bool = True,
+    ) -> Exchanged:
+        """Send one job to the busy ``slot``'s process (``send=False``: it is in the pipe
+        already) and wait for the verdict (a thread)."""
+        conn, talking_to = slot.conn, slot.process
+        assert conn is not None and talking_to is not None
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(
-            self._executor, process.exchange, slot.conn, slot.process, message, timeout
+            self._executor,
+            lambda: process.exchange(conn, talking_to, message, timeout, send=send),
         )
         slot.exchange = future
         try:
@@ -144,9 +175,18 @@ class SlotSupervisor:
             raise
 
     def job_survived(self, slot: Slot) -> None:
-        """The process finished a job alive: recycle it by count or memory, or offer it."""
+        """The process finished a job alive: recycle it by count or memory, or offer it
+        (unless a job waits in its pipe: the slot stays busy with that one)."""
         slot.tasks_done += 1
+        slot.pending -= 1
+        slot.exclusive = False
         slot.policy.on_success(Recovered.SURVIVED_A_JOB)
+        if slot.drop_after_turn:  # it is starting a job nobody waits for any more
+            self.retire(slot, "cancelled", failure=False, hard=True)
+            return
+        if slot.pending > 0:
+            self._changes.notify()  # it may take one more job in its pipe
+            return
         reason = recycle_reason(self._config, slot)
         if reason is not None:
             log.event(
@@ -204,6 +244,7 @@ class SlotSupervisor:
     async def _start_process(self, slot: Slot) -> bool:
         config, loop = self._config, asyncio.get_running_loop()
         slot.retirement, slot.tasks_done, slot.exchange = None, 0, None
+        slot.pending, slot.turn, slot.drop_after_turn, slot.exclusive = 0, None, False, False
         slot.retired, slot.reaped = asyncio.Event(), new_reaped()
         slot.state = SlotState.STARTING
         self.generation += 1
