@@ -322,3 +322,38 @@ def test_django_atomic_commit_runs_rollback_and_savepoint_do_not(
     # outside atomic(): Django's autocommit writes it at once
     now = pg_client.enqueue_with(REMEMBER, ["dj-now"], connection=django_connection)
     assert _exists(pg_client, now)
+
+
+def test_the_django_client_joins_atomic_by_default_and_not_when_told(
+    pg_client, pg_target, django_connection
+):
+    """taskq.contrib.django's client: inside atomic() its enqueue is in the block (unseen
+    by others until the commit, gone with a rollback); connection=None or
+    join_atomic=False write at once, on taskq's own connection."""
+    from django.db import transaction
+
+    from taskq.contrib.django import DjangoClient
+
+    joining = DjangoClient(schema=pg_target.schema)
+    apart = DjangoClient(schema=pg_target.schema, join_atomic=False)
+    try:
+        with transaction.atomic():
+            joined = joining.enqueue(REMEMBER, "dj-joined")
+            many = joining.enqueue_many(REMEMBER, [(("dj-many",), {})])
+            at_once = joining.enqueue_with(REMEMBER, ["dj-at-once"], connection=None)
+            not_joined = apart.enqueue(REMEMBER, "dj-apart")
+            assert not _exists(pg_client, joined) and not _exists(pg_client, many[0])
+            assert _exists(pg_client, at_once) and _exists(pg_client, not_joined)
+        assert _exists(pg_client, joined) and _exists(pg_client, many[0])  # committed
+        try:
+            with transaction.atomic():
+                gone = joining.enqueue(REMEMBER, "dj-gone")
+                raise RuntimeError("roll back")
+        except RuntimeError:
+            pass
+        assert not _exists(pg_client, gone)
+        outside = joining.enqueue(REMEMBER, "dj-outside")  # autocommit: at once
+        assert _exists(pg_client, outside)
+    finally:
+        joining.close()
+        apart.close()
