@@ -11,13 +11,16 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from taskq import events
+from taskq import events, options
+from taskq.worker.config import WorkerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
 #: (file under docs/, section name, the text of the section)
 SECTIONS: list[tuple[str, str, Callable[[], str]]] = [
     ("events.md", "events", events.markdown),
+    ("worker.md", "worker-flags", lambda: options.flag_table(WorkerConfig)),
+    ("workgroups.md", "worker-keys", lambda: options.toml_table(WorkerConfig)),
 ]
 
 

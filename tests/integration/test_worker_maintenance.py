@@ -76,8 +76,8 @@ async def test_sweeper_prunes_old_succeeded_jobs_and_silent_worker_rows(target, 
         ids = await client.enqueue_many(actors.noop, [((), {}) for _ in range(20)])
         async with running_worker(
             target,
-            retention_succeeded=0.0,
-            retention_workers=1.0,
+            keep_succeeded=0.0,
+            keep_silent_workers=1.0,
             prune_interval=0.2,
             sweep_interval=0.2,
         ) as worker:
@@ -108,9 +108,9 @@ async def test_sweeper_prunes_dead_and_cancelled_jobs_past_their_retention(
         done = await client.enqueue(actors.noop)  # pruned at once: proof a prune pass ran
         async with running_worker(
             target,
-            retention_succeeded=0.0,
-            retention_dead=retention,
-            retention_cancelled=retention,
+            keep_succeeded=0.0,
+            keep_dead=retention,
+            keep_cancelled=retention,
             prune_interval=0.2,
             sweep_interval=0.2,
         ):

@@ -16,7 +16,6 @@ from taskq.workgroup.config import (
     CHILD_TEARDOWN_MARGIN,
     MAX_NAME_LENGTH,
     WORKER_SHUTDOWN_GRACE,
-    Pruning,
     health_socket_path,
     load_config,
     parse_config,
@@ -67,7 +66,8 @@ def test_defaults_without_any_optional_table() -> None:
         sup.burst_window,
     ) == (100.0, 0.5, 30.0, 2.0, 10, 60.0)
     assert sup.health_pg_dsn is None and sup.health_pg_schema is None and sup.http_port is None
-    assert worker.queues == ("default",) and worker.max_concurrency is None  # the worker picks
+    # like a standalone worker: every queue of the registry; the worker picks its concurrency
+    assert worker.queues == () and worker.max_concurrency is None
     assert worker.poll_interval == 1.0 and worker.worker_group == "default"
     assert not worker.force_update_actor_config
     h = worker.health
@@ -117,7 +117,7 @@ def test_heartbeat_is_at_most_a_third_of_stale_after() -> None:
             'workers[1] ("batch"): unknown key "queuez"',
         ),
         (minimal(supervisor={"shutdown_grase": 1}), '[supervisor]: unknown key "shutdown_grase"'),
-        (minimal(defaults={"lease": 1}), '[defaults]: unknown key "lease"'),
+        (minimal(defaults={"leases": 1}), '[defaults]: unknown key "leases"'),
         (
             minimal(workers=[{"name": "api", "health": {"enable": True}}]),
             'workers[0] ("api") [health]: unknown key "enable"',
@@ -217,8 +217,8 @@ def test_heartbeat_is_at_most_a_third_of_stale_after() -> None:
         ),
         (
             minimal(workers=[{"name": "api", "keep_silent_workers": 2}]),
-            'workers[0] ("api"): "keep_silent_workers" (2) must be longer than the child\'s '
-            "heartbeat interval (2 s)",
+            'workers[0] ("api"): "keep_silent_workers" (2) must be longer than '
+            '"heartbeat_interval" (2)',
         ),
         (
             minimal(defaults={"vacuum_after_prune": "yes"}),
@@ -276,7 +276,11 @@ def test_child_shutdown_grace_fits_inside_the_supervisors() -> None:
 def test_warnings_for_a_short_grace_and_an_unconsumed_queue() -> None:
     from tests.workgroup_actors import registry
 
-    config = parse_config(minimal(supervisor={"shutdown_grace": 20.0}))
+    config = parse_config(
+        minimal(
+            supervisor={"shutdown_grace": 20.0}, workers=[{"name": "api", "queues": ["default"]}]
+        )
+    )
     warnings = warnings_for(config, registry)
     assert any(
         "shutdown_grace 20s is below a child's worst-case clean exit of 45s" in w for w in warnings
@@ -284,6 +288,8 @@ def test_warnings_for_a_short_grace_and_an_unconsumed_queue() -> None:
     unconsumed = sorted(w for w in warnings if "no [[workers]] entry consumes" in w)
     assert sorted(w.split('"')[3] for w in unconsumed) == ["cleanup", "email", "report"]
     assert warnings_for(load_config(EXAMPLE), registry) == []
+    # a worker that names no queues consumes every queue of the registry (as `taskq worker`)
+    assert warnings_for(parse_config(minimal()), registry) == []
 
 
 def test_the_example_is_the_seed_toml() -> None:
@@ -294,25 +300,21 @@ def test_the_example_is_the_seed_toml() -> None:
 
 def test_pruning_defaults_are_the_worker_s_and_inherit_like_the_other_keys() -> None:
     (plain,) = parse_config(minimal()).workers
-    assert plain.pruning == Pruning(
-        prune_interval=WORKER_DEFAULTS.prune_interval,
-        keep_succeeded=WORKER_DEFAULTS.retention_succeeded,
-        keep_dead=WORKER_DEFAULTS.retention_dead,
-        keep_cancelled=WORKER_DEFAULTS.retention_cancelled,
-        keep_silent_workers=WORKER_DEFAULTS.retention_workers,
-    )
+    for name in ("prune_interval", "keep_succeeded", "keep_dead", "keep_cancelled"):
+        assert getattr(plain.config, name) == getattr(WORKER_DEFAULTS, name)
+    assert plain.config.keep_silent_workers == WORKER_DEFAULTS.keep_silent_workers
     doc = minimal(
         defaults={"keep_succeeded": 3600, "keep_dead": "forever", "prune_interval": 30},
         workers=[{"name": "a"}, {"name": "b", "keep_dead": 86400, "keep_silent_workers": 90}],
     )
     a, b = parse_config(doc).workers
-    assert (a.pruning.keep_succeeded, a.pruning.keep_dead, a.pruning.prune_interval) == (
+    assert (a.config.keep_succeeded, a.config.keep_dead, a.config.prune_interval) == (
         3600.0,
         None,
         30.0,
     )
-    assert a.pruning.keep_cancelled == WORKER_DEFAULTS.retention_cancelled
-    assert (b.pruning.keep_succeeded, b.pruning.keep_dead, b.pruning.keep_silent_workers) == (
+    assert a.config.keep_cancelled == WORKER_DEFAULTS.keep_cancelled
+    assert (b.config.keep_succeeded, b.config.keep_dead, b.config.keep_silent_workers) == (
         3600.0,
         86400.0,
         90.0,
@@ -338,5 +340,5 @@ def test_a_child_s_pruning_flags_are_what_taskq_worker_parses() -> None:
         )
     )
     assert (api.prune_interval, api.keep_succeeded, api.keep_cancelled) == (5.0, 60.0, None)
-    assert (api.keep_dead, api.keep_silent_workers) == (WORKER_DEFAULTS.retention_dead, 120.5)
+    assert (api.keep_dead, api.keep_silent_workers) == (WORKER_DEFAULTS.keep_dead, 120.5)
     assert api.vacuum_after_prune is True and plain.vacuum_after_prune is False

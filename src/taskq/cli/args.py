@@ -1,5 +1,6 @@
 """The ``taskq`` command's argparse pieces: a parser whose usage error is one line, help
-that shows every option's default, and the value types flags share."""
+that shows every option's default, and the value types flags share (from
+``taskq.options``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,20 @@ from typing import Any, NoReturn, TypeAlias
 from .. import exit_codes
 from ..exceptions import ConfigError
 from ..jobs import Rate
+
+# the value parsers flags share, declared with the options (re-exported for the commands)
+from ..kinds import (
+    integer,
+    non_negative_int,
+    port,
+    positive_int,
+    positive_seconds,
+    prefetch,
+    queue_list,
+    seconds,
+    seconds_or_forever,
+    uuid,
+)
 from ..validation import MAX_JSON_DEPTH
 
 
@@ -77,74 +92,6 @@ def json_arg(kind: type, what: str) -> Callable[[str], Any]:
     return parse
 
 
-def integer(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-
-
-def positive_int(text: str) -> int:
-    value = integer(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    value = integer(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
-
-
-def prefetch(text: str) -> int | None:
-    return None if text == "auto" else non_negative_int(text)
-
-
-def seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number of seconds >= 0, got {text!r}")
-    return value
-
-
-def positive_seconds(text: str) -> float:
-    value = seconds(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("expected a number of seconds > 0")
-    return value
-
-
-def seconds_or_forever(text: str) -> float | None:
-    """A retention: seconds, or ``forever`` (None: never pruned)."""
-    if text == "forever":
-        return None
-    try:
-        return seconds(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"expected a number of seconds >= 0 or 'forever', got {text!r}"
-        ) from None
-
-
-def port(text: str) -> int:
-    value = integer(text)
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port 0-65535, got {value}")
-    return value
-
-
-def queue_list(text: str) -> tuple[str, ...]:
-    queues = tuple(q.strip() for q in text.split(",") if q.strip())
-    if not queues:
-        raise argparse.ArgumentTypeError("expected a comma-separated list of queue names")
-    return queues
-
-
 def rate(text: str) -> Rate:
     try:
         return Rate.parse(text)
@@ -152,15 +99,26 @@ def rate(text: str) -> Rate:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def uuid(text: str) -> Any:
-    from uuid import UUID
-
-    try:
-        return UUID(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a UUID, got {text!r}") from None
-
-
 def json_flag(parser: argparse.ArgumentParser, what: str) -> None:
     """The ``--json`` flag every listing command has."""
     parser.add_argument("--json", action="store_true", help=what)
+
+
+__all__ = [
+    "Parser",
+    "Subparsers",
+    "integer",
+    "json_arg",
+    "json_flag",
+    "non_negative_int",
+    "port",
+    "positive_int",
+    "positive_seconds",
+    "prefetch",
+    "queue_list",
+    "rate",
+    "seconds",
+    "seconds_or_forever",
+    "subcommands",
+    "uuid",
+]

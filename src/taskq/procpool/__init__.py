@@ -5,9 +5,10 @@ The interface the worker uses::
     from taskq.procpool import ProcessPool, JobFailed, PayloadUndecodable
 
     pool = ProcessPool(registry_ref="pkg.mod:registry", size=None,  # None: os.cpu_count()
-                       max_tasks_per_child=1000, max_memory_per_child_mib=None,
-                       max_payload_bytes=64 * 1024 * 1024, start_method="forkserver",
+                       max_tasks_per_child=..., max_memory_per_child_mib=None,
+                       max_payload_bytes=..., start_method="forkserver",
                        breaker_threshold=5, breaker_window=60.0, breaker_cooldown=30.0)
+                              # the defaults: PoolConfig's (config.py, limits.py)
     await pool.start()        # every process imports registry_ref and runs
                               # Registry.initializer, then each cpu_bound Actor.initializer,
                               # before it takes a job
@@ -60,9 +61,30 @@ messages on the pipe; ``child.py`` the pool process's main loop; ``causes.py`` n
 death; ``breaker.py`` the circuit breaker; ``changes.py`` the pool's one wake-up.
 """
 
-from ..exceptions import JobFailed, PayloadUndecodable
-from .breaker import BreakerState
-from .config import PoolConfig
-from .pool import ProcessPool
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..exceptions import JobFailed, PayloadUndecodable
+    from .breaker import BreakerState
+    from .config import PoolConfig
+    from .pool import ProcessPool
 
 __all__ = ["BreakerState", "JobFailed", "PayloadUndecodable", "PoolConfig", "ProcessPool"]
+
+_WHERE = {
+    "BreakerState": ".breaker",
+    "JobFailed": "..exceptions",
+    "PayloadUndecodable": "..exceptions",
+    "PoolConfig": ".config",
+    "ProcessPool": ".pool",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The package's names, imported on first use: a worker reads ``procpool.limits``
+    (its ``--cpu-*`` options' defaults) without loading the pool it may never start."""
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_WHERE[name], __name__), name)

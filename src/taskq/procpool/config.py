@@ -17,6 +17,7 @@ from types import MappingProxyType
 from ..exceptions import ConfigError
 from ..restart import RestartPolicy
 from .causes import CGROUP_ROOT
+from .limits import MAX_PAYLOAD_BYTES, MAX_TASKS_PER_CHILD
 
 START_METHODS = ("forkserver", "spawn")
 
@@ -25,9 +26,9 @@ START_METHODS = ("forkserver", "spawn")
 class PoolConfig:
     registry_ref: str
     size: int | None = None  # None: os.cpu_count()
-    max_tasks_per_child: int | None = 1000  # None or 0: never recycle by count
+    max_tasks_per_child: int | None = MAX_TASKS_PER_CHILD  # None or 0: never recycle by count
     max_memory_per_child_mib: int | None = None  # None or 0: never recycle by RSS
-    max_payload_bytes: int = 64 * 1024 * 1024
+    max_payload_bytes: int = MAX_PAYLOAD_BYTES
     start_method: str = "forkserver"
     breaker_threshold: int = 5
     breaker_window: float = 60.0

@@ -22,6 +22,7 @@ from .breaker import Breaker, BreakerState, PoolBreaker
 from .changes import Changes
 from .config import PoolConfig
 from .dispatch import Dispatcher, Job
+from .limits import MAX_PAYLOAD_BYTES, MAX_TASKS_PER_CHILD
 from .supervisor import SlotSupervisor
 
 
@@ -32,9 +33,9 @@ class ProcessPool:
         self,
         registry_ref: str,
         size: int | None = None,
-        max_tasks_per_child: int | None = 1000,
+        max_tasks_per_child: int | None = MAX_TASKS_PER_CHILD,
         max_memory_per_child_mib: int | None = None,
-        max_payload_bytes: int = 64 * 1024 * 1024,
+        max_payload_bytes: int = MAX_PAYLOAD_BYTES,
         start_method: str = "forkserver",
         breaker_threshold: int = 5,
         breaker_window: float = 60.0,

@@ -1,14 +1,33 @@
-"""Everything a worker process is started with (the ``taskq worker`` flags).
+"""Everything a worker process is started with: ``WorkerConfig``, one line per option.
 
-The defaults here are the only ones: ``taskq worker`` and a workgroup's children take
-theirs from ``WORKER_DEFAULTS``.
+Each option (its type, default, flag, TOML key, help and check) is declared once, here;
+``taskq worker``'s flags, a workgroup's ``[defaults]`` / ``[[workers]]`` keys, a workgroup
+child's command line and the tables of docs/worker.md and docs/workgroups.md are made
+from it (``taskq.options``), and ``WorkerConfig.validate`` is the one check they all run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from uuid import UUID
+
+from .. import options
+from ..exceptions import ConfigError
+from ..kinds import (
+    Id,
+    Integer,
+    Port,
+    Prefetch,
+    Queues,
+    References,
+    Seconds,
+    Switch,
+    Text,
+)
+from ..options import flag, option, required
+from ..procpool.limits import MAX_PAYLOAD_BYTES, MAX_TASKS_PER_CHILD
 
 if TYPE_CHECKING:
     from ..registry import Registry
@@ -28,45 +47,177 @@ def default_concurrency(registry: Registry) -> int:
     return DEFAULT_CONCURRENCY
 
 
+#: ``taskq workers --stale-after`` and a workgroup child's ``[workers.health] stale_after``:
+#: a worker row (a heartbeat) older than this means its process is gone or hung
+STALE_AFTER = 60.0
+
+_POSITIVE = Seconds(positive=True)
+_SECONDS = Seconds()
+_FOREVER = Seconds(forever=True)
+_COUNT = Integer(minimum=1)
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
-    actors: str  # MODULE:ATTR of a taskq.Registry
-    queues: tuple[str, ...] = ()  # empty: every queue the registry's actors use
-    max_concurrency: int | None = None  # None: default_concurrency(registry)
-    poll_interval: float = 1.0  # fallback poll when no NOTIFY arrives
-    worker_group: str = "default"  # logged as `group` in worker-started
-    worker_label: str | None = None
-    workgroup_instance: UUID | None = None
-    health_port: int | None = None
-    health_socket_path: str | None = None
-    health_host: str = "0.0.0.0"  # interface --health-port binds to
-    heartbeat_interval: float = 2.0
-    lease: float = 10.0
-    shutdown_grace: float = 30.0
-    force_update_actor_config: bool = False
-    prefetch: int | None = 0  # claimed-but-unstarted jobs beyond free consumers (None: adaptive)
-    middleware: tuple[str, ...] = ()  # MODULE:ATTR references of worker middleware
-    dsn: str | None = None  # None: TASKQ_DSN_FILE / TASKQ_DSN / default
-    schema: str | None = None  # None: TASKQ_SCHEMA / "taskq"
-    # CPU process pool for cpu_bound actors
-    cpu_workers: int | None = None  # None: os.cpu_count()
-    cpu_max_tasks_per_child: int | None = 1000
-    cpu_max_memory_per_child_mib: int | None = None
-    # no flag: in-process use only
-    cpu_max_payload_bytes: int = 64 * 1024 * 1024
-    sweep_interval: float = 5.0  # never more than half the lease
-    # pruning: --prune-interval, --keep-succeeded, --keep-dead, --keep-cancelled,
-    # --keep-silent-workers, --vacuum-after-prune (docs/worker.md, "Pruning")
-    prune_interval: float = 60.0  # seconds between prune passes
-    retention_succeeded: float = 7 * 24 * 3600.0  # seconds to keep succeeded jobs
-    retention_dead: float | None = 30 * 24 * 3600.0  # seconds to keep dead jobs (None: forever)
-    retention_cancelled: float | None = 7 * 24 * 3600.0  # ... cancelled jobs (None: forever)
-    retention_workers: float = 600.0  # seconds before a silent worker row is pruned
-    vacuum_after_prune: bool = False  # Postgres with autovacuum off: VACUUM jobs after a prune
-    result_max_bytes: int = 64 * 1024  # larger job results are dropped (with a warning)
+    """Every option of a worker, each declared once (``taskq.options``): the ``taskq
+    worker`` flags, a workgroup's TOML keys, a workgroup child's command line and the
+    docs' tables are made from these lines. Adding an option is adding one line here
+    (and reading it where the worker uses it). ``toml=False``: a workgroup sets it for
+    each child itself (or, ``dsn``/``schema``, the whole ``taskq`` command has it)."""
+
+    actors: str = required(Text("MODULE:ATTR"), "the `taskq.Registry` to serve", toml=False)
+    queues: tuple[str, ...] = option(
+        (), Queues(), "queues to claim from", shown="every queue of the registry's actors"
+    )
+    max_concurrency: int | None = option(
+        None,
+        _COUNT,
+        "consumer tasks: jobs running at once",
+        shown=f"{DEFAULT_ASYNC_CONCURRENCY} when every actor is async, else {DEFAULT_CONCURRENCY}",
+    )
+    poll_interval: float = option(
+        1.0, _POSITIVE, "seconds between claims when idle (LISTEN/NOTIFY wakes it sooner)"
+    )
+    worker_group: str = option(
+        "default", Text("G"), "a group name for logs and dashboards (`group` in worker-started)"
+    )
+    worker_label: str | None = option(
+        None,
+        Text("L"),
+        "shown by `taskq workers`; a workgroup gives each child its name",
+        toml=False,
+    )
+    workgroup_instance: UUID | None = option(
+        None, Id(), "set by a workgroup supervisor: the worker exits with it", toml=False
+    )
+    health_port: int | None = option(
+        None,
+        Port(),
+        "serve /live /ready /metrics on TCP port N (0: pick one, logged)",
+        toml=False,
+        shown="off",
+        exclusive="health",
+    )
+    health_socket_path: str | None = option(
+        None,
+        Text("P"),
+        "serve /live /ready /metrics on this Unix socket",
+        toml=False,
+        shown="off",
+        exclusive="health",
+    )
+    health_host: str = option(
+        "0.0.0.0", Text("ADDR"), "the interface --health-port binds to", toml=False
+    )
+    heartbeat_interval: float = option(
+        2.0,
+        _POSITIVE,
+        "seconds between heartbeats (each extends every lease); shorter than --lease (a "
+        "workgroup child's is at most a third of its stale_after)",
+    )
+    lease: float = option(10.0, _POSITIVE, "seconds a claimed job stays ours without a heartbeat")
+    shutdown_grace: float = option(
+        30.0,
+        _SECONDS,
+        "seconds running jobs get to finish after SIGTERM (a workgroup child's comes from "
+        "the supervisor's shutdown_grace)",
+        toml=False,
+    )
+    force_update_actor_config: bool = option(
+        False,
+        Switch(),
+        "start even if the stored actor options differ from the registry's, and overwrite them",
+    )
+    prefetch: int | None = option(
+        0,
+        Prefetch(),
+        "claimed jobs that may wait beyond the free consumers (`auto`: up to one per "
+        "consumer while jobs take under 5 ms)",
+    )
+    middleware: tuple[str, ...] = option(
+        (), References(), "worker middleware, repeatable (also TASKQ_WORKER_MIDDLEWARE)"
+    )
+    dsn: str | None = option(None, Text("DSN"), "the store", flag=False, toml=False)
+    schema: str | None = option(None, Text("NAME"), "its schema", flag=False, toml=False)
+    # the CPU process pool for cpu_bound actors
+    cpu_workers: int | None = option(
+        None,
+        _COUNT,
+        "processes in the CPU pool (started only with cpu_bound actors)",
+        shown="cores",
+    )
+    cpu_max_tasks_per_child: int | None = option(
+        MAX_TASKS_PER_CHILD, _COUNT, "a CPU pool process is replaced after N jobs"
+    )
+    cpu_max_memory_per_child: int | None = option(
+        None,
+        Integer(minimum=1, metavar="MIB"),
+        "a CPU pool process is replaced after a job that left its RSS above this (MiB)",
+        shown="off",
+    )
+    cpu_max_payload_bytes: int = option(
+        MAX_PAYLOAD_BYTES, _COUNT, "the largest arguments a cpu_bound job sends its process"
+    )
+    result_max_bytes: int = option(
+        64 * 1024, _COUNT, "a larger job result is dropped (with a warning)"
+    )
+    sweep_interval: float = option(
+        5.0, _POSITIVE, "seconds between rescues of expired leases (at most half the lease)"
+    )
+    # pruning (docs/worker.md, "Pruning")
+    prune_interval: float = option(60.0, _POSITIVE, "seconds between this worker's prune passes")
+    keep_succeeded: float = option(
+        7 * 24 * 3600.0, _SECONDS, "a succeeded job is pruned this long after it finished"
+    )
+    keep_dead: float | None = option(
+        30 * 24 * 3600.0, _FOREVER, "a dead job is pruned this long after it ended"
+    )
+    keep_cancelled: float | None = option(
+        7 * 24 * 3600.0, _FOREVER, "a cancelled job is pruned this long after it ended"
+    )
+    keep_silent_workers: float = option(
+        600.0,
+        _POSITIVE,
+        "a worker row without heartbeats this long (and no running job) is pruned; longer "
+        "than --heartbeat-interval",
+    )
+    vacuum_after_prune: bool = option(
+        False,
+        Switch(),
+        "Postgres with autovacuum off for the jobs table: VACUUM it after each prune pass "
+        "(docs/operating.md)",
+    )
+
+    def problems(
+        self, name: Callable[[str], str] = flag, only: Collection[str] | None = None
+    ) -> list[str]:
+        """Everything wrong with this config, each option named by ``name`` (``flag``:
+        ``--lease``; ``options.key``: ``"lease"``; ``only``: check just these options
+        one by one, and every rule between options); the one check every entry point runs."""
+        found = options.problems(self, WorkerConfig, name, only)
+        if self.heartbeat_interval >= self.lease:
+            found.append(
+                f"{name('heartbeat_interval')} ({self.heartbeat_interval:g}) must be shorter "
+                f"than {name('lease')} ({self.lease:g})"
+            )
+        if self.keep_silent_workers <= self.heartbeat_interval:
+            found.append(
+                f"{name('keep_silent_workers')} ({self.keep_silent_workers:g}) must be longer "
+                f"than {name('heartbeat_interval')} ({self.heartbeat_interval:g}): a live "
+                "worker's row would be pruned between two heartbeats"
+            )
+        if self.health_port is not None and self.health_socket_path is not None:
+            found.append(f"give {name('health_port')} or {name('health_socket_path')}, not both")
+        return found
+
+    def validate(self, name: Callable[[str], str] = flag) -> None:
+        """``ConfigError`` naming the first problem (``problems``)."""
+        found = self.problems(name)
+        if found:
+            raise ConfigError(found[0])
 
 
-#: every default, for the command line and the workgroup to read (``actors`` is a stand-in)
+#: every default, for whoever needs one without a config (``actors`` is a stand-in)
 WORKER_DEFAULTS = WorkerConfig(actors="")
 
 _UNITS = ((86400, "day", "days"), (3600, "h", "h"), (60, "min", "min"))

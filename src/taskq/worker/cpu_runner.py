@@ -91,7 +91,7 @@ class CpuRunner(Stoppable):
             registry_ref=self._config.actors,
             size=self._config.cpu_workers,
             max_tasks_per_child=self._config.cpu_max_tasks_per_child,
-            max_memory_per_child_mib=self._config.cpu_max_memory_per_child_mib,
+            max_memory_per_child_mib=self._config.cpu_max_memory_per_child,
             max_payload_bytes=self._config.cpu_max_payload_bytes,
             # the child checks the result against the worker's limit before sending it:
             # one result rule for every runner (outcomes.result_dropped)

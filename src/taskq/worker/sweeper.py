@@ -4,8 +4,8 @@ Every ``interval`` seconds ``store.rescue_expired`` applies the crash rules to r
 jobs whose lease expired (their worker stopped heartbeating: SIGKILL, a lost host). The
 store lets one sweeper at a time do it across all workers. Every ``prune_interval``
 seconds it deletes succeeded, dead and cancelled jobs older than their retention
-(``retention_succeeded``, ``retention_dead``, ``retention_cancelled``; None keeps them)
-and worker rows silent for longer than ``retention_workers``.
+(``keep_succeeded``, ``keep_dead``, ``keep_cancelled``; None keeps them)
+and worker rows silent for longer than ``keep_silent_workers``.
 
 Its first sweep also asks the store whether autovacuum reaches the jobs table (Postgres
 only): a pruned row, like each version a claim or an ack leaves behind, is a dead tuple
@@ -83,10 +83,10 @@ class Sweeper(Stoppable):
         *,
         interval: float,
         prune_interval: float,
-        retention_succeeded: float,
-        retention_workers: float,
-        retention_dead: float | None = None,
-        retention_cancelled: float | None = None,
+        keep_succeeded: float,
+        keep_silent_workers: float,
+        keep_dead: float | None = None,
+        keep_cancelled: float | None = None,
         worker_id: UUID | None = None,
         quiet_after_outage: float = 0.0,
         vacuum_after_prune: bool = False,
@@ -100,10 +100,10 @@ class Sweeper(Stoppable):
         self._quiet_until = 0.0
         self.interval = interval
         self.prune_interval = prune_interval
-        self.retention_succeeded = retention_succeeded
-        self.retention_workers = retention_workers
-        self.retention_dead = retention_dead
-        self.retention_cancelled = retention_cancelled
+        self.keep_succeeded = keep_succeeded
+        self.keep_silent_workers = keep_silent_workers
+        self.keep_dead = keep_dead
+        self.keep_cancelled = keep_cancelled
         self.sweeps = 0
         self._backoff = StoreBackoff("sweeper")
         self._next_prune = time.monotonic() + prune_interval * random.random()
@@ -147,10 +147,10 @@ class Sweeper(Stoppable):
             return None if retention is None else now - timedelta(seconds=retention)
 
         jobs, workers = await self.store.prune(
-            succeeded_before=now - timedelta(seconds=self.retention_succeeded),
-            workers_before=now - timedelta(seconds=self.retention_workers),
-            dead_before=before(self.retention_dead),
-            cancelled_before=before(self.retention_cancelled),
+            succeeded_before=now - timedelta(seconds=self.keep_succeeded),
+            workers_before=now - timedelta(seconds=self.keep_silent_workers),
+            dead_before=before(self.keep_dead),
+            cancelled_before=before(self.keep_cancelled),
         )
         if jobs or workers:
             log.event(JOBS_PRUNED, jobs=jobs, worker_rows=workers)

@@ -41,7 +41,6 @@ hurry=False)`` (``part.StopSignal`` does the waiting), and add one line to the l
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import socket
 from collections.abc import Callable, Coroutine, Sequence
@@ -94,32 +93,6 @@ READY_PING_TIMEOUT = 2.0
 MAX_ACK_BACKLOG = 1000
 
 
-def validate(config: WorkerConfig) -> None:
-    if config.max_concurrency is not None and config.max_concurrency < 1:
-        raise ConfigError("max_concurrency must be >= 1")
-    if config.heartbeat_interval <= 0 or config.lease <= 0:
-        raise ConfigError("heartbeat interval and lease must be positive")
-    if config.heartbeat_interval >= config.lease:
-        raise ConfigError("the heartbeat interval must be shorter than the lease")
-    if config.poll_interval <= 0:
-        raise ConfigError("poll_interval must be positive")
-    if config.shutdown_grace < 0:
-        raise ConfigError("shutdown_grace must be >= 0")
-    if config.health_port is not None and config.health_socket_path is not None:
-        raise ConfigError("give a health port or a health socket path, not both")
-    if not 0 < config.prune_interval < math.inf:
-        raise ConfigError("prune_interval must be a positive number of seconds")
-    for name in ("retention_succeeded", "retention_dead", "retention_cancelled"):
-        value = getattr(config, name)
-        if value is not None and not 0 <= value < math.inf:
-            raise ConfigError(f"{name} must be a number of seconds >= 0")
-    if not config.heartbeat_interval < config.retention_workers < math.inf:
-        raise ConfigError(
-            "retention_workers must be longer than the heartbeat interval "
-            "(a live worker's row would be pruned between two heartbeats)"
-        )
-
-
 def _backlog(store: Store, config: WorkerConfig, worker_id: UUID, queues: list[str]) -> list[Part]:
     """The backlog part, for a worker outside a workgroup (whose supervisor competes for
     the backlog-metrics lease instead of its children)."""
@@ -151,7 +124,7 @@ class Worker:
         middleware: Sequence[Middleware] = (),
         restart_policy: Callable[[], RestartPolicy] = RestartPolicy,
     ) -> None:
-        validate(config)
+        config.validate(name=str)  # in Python: the fields' own names
         self._restart_policy = restart_policy
         self.config = config
         self.id = uuid7()
@@ -396,10 +369,10 @@ class Worker:
                 store,
                 interval=min(config.sweep_interval, max(config.lease / 2, 0.5)),
                 prune_interval=config.prune_interval,
-                retention_succeeded=config.retention_succeeded,
-                retention_dead=config.retention_dead,
-                retention_cancelled=config.retention_cancelled,
-                retention_workers=config.retention_workers,
+                keep_succeeded=config.keep_succeeded,
+                keep_dead=config.keep_dead,
+                keep_cancelled=config.keep_cancelled,
+                keep_silent_workers=config.keep_silent_workers,
                 worker_id=self.id,
                 quiet_after_outage=config.lease,
                 vacuum_after_prune=config.vacuum_after_prune,

@@ -9,6 +9,7 @@ keeps the restart policy, the restart count and the last exit cause across incar
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import os
 import signal
@@ -19,11 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from .. import redaction
+from .. import options, redaction
 from ..events import WORKER_CANNOT_START, WORKER_STARTED
 from ..parentdeath import SUPERVISOR_PID_ENV
 from ..restart import RestartPolicy
-from .config import Pruning, SupervisorConfig, WorkerSpec, health_socket_path
+from ..worker.config import WorkerConfig
+from .config import SupervisorConfig, WorkerSpec, health_socket_path
 
 #: the bounded read of the pumps: a longer line is forwarded in pieces this big
 PIPE_LIMIT = 64 * 1024
@@ -74,27 +76,6 @@ class ChildCommand:
     socket_path: str
 
 
-def pruning_flags(pruning: Pruning) -> list[str]:
-    """The ``taskq worker`` flags of a child's pruning settings."""
-
-    def seconds(value: float | None) -> str:
-        return "forever" if value is None else repr(value)
-
-    return [
-        "--prune-interval",
-        seconds(pruning.prune_interval),
-        "--keep-succeeded",
-        seconds(pruning.keep_succeeded),
-        "--keep-dead",
-        seconds(pruning.keep_dead),
-        "--keep-cancelled",
-        seconds(pruning.keep_cancelled),
-        "--keep-silent-workers",
-        seconds(pruning.keep_silent_workers),
-        *(["--vacuum-after-prune"] if pruning.vacuum_after_prune else []),
-    ]
-
-
 def build_command(
     spec: WorkerSpec,
     *,
@@ -105,34 +86,15 @@ def build_command(
     base_env: Mapping[str, str] | None = None,
 ) -> ChildCommand:
     socket_path = health_socket_path(instance, spec.name)
-    argv = [
-        executable or sys.executable,
-        "-m",
-        "taskq",
-        "worker",
-        "--actors",
-        actors,
-        "--worker-label",
-        spec.name,
-        "--workgroup-instance",
-        str(instance),
-        "--health-socket-path",
-        socket_path,
-        "--queues",
-        ",".join(spec.queues),
-        *(() if spec.max_concurrency is None else ("--max-concurrency", str(spec.max_concurrency))),
-        "--poll-interval",
-        repr(spec.poll_interval),
-        "--worker-group",
-        spec.worker_group,
-        "--heartbeat-interval",
-        repr(spec.heartbeat_interval),
-        "--shutdown-grace",
-        repr(supervisor.child_shutdown_grace),
-        *pruning_flags(spec.pruning),
-    ]
-    if spec.force_update_actor_config:
-        argv.append("--force-update-actor-config")
+    config = dataclasses.replace(
+        spec.config,
+        actors=actors,
+        workgroup_instance=instance,
+        health_socket_path=socket_path,
+        shutdown_grace=supervisor.child_shutdown_grace,
+    )
+    flags = options.to_argv(config, WorkerConfig)  # every option not at its default
+    argv = [executable or sys.executable, "-m", "taskq", "worker", *flags]
     env = dict(os.environ if base_env is None else base_env)
     env["TASKQ_LOG_FORMAT"] = "json"  # the pumps parse it and re-emit in our format
     env["PYTHONUNBUFFERED"] = "1"  # a crash never strands output in a buffer

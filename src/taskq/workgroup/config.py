@@ -5,11 +5,10 @@
 problem found (the key, and the worker by index and name), e.g.
 ``workers[1] ("batch"): unknown key "queuez"``.
 
-Inheritance: a ``[[workers]]`` entry that omits ``poll_interval``, ``max_concurrency``,
-``worker_group``, ``queues`` or a pruning key (``prune_interval``, ``keep_succeeded``,
-``keep_dead``, ``keep_cancelled``, ``keep_silent_workers``, ``vacuum_after_prune``)
-takes the ``[defaults]`` value, else taskq's built-in default (the ``taskq worker``
-defaults: 1.0 s, 10, ``"default"``, ``["default"]``, ``WORKER_DEFAULTS``'s pruning).
+Inheritance: a ``[[workers]]`` entry that omits a worker option (any ``WorkerConfig``
+option with a TOML key: ``queues``, ``max_concurrency``, ``lease``, ``prefetch``,
+``cpu_workers``, ``keep_dead``, ...; ``taskq.options`` reads them) takes the
+``[defaults]`` value, else the ``taskq worker`` default: one declaration, one default.
 
 The numbers a supervisor derives for its children live here too, so ``validate`` and
 ``start`` agree on them: the heartbeat interval (at most a third of ``stale_after``), the
@@ -27,9 +26,11 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from .. import options
 from ..exceptions import ConfigError, InvalidWorkgroupConfig
+from ..kinds import describe
 from ..settings import dsn_kind, redact, validate_schema
-from ..worker.config import WORKER_DEFAULTS
+from ..worker.config import STALE_AFTER, WORKER_DEFAULTS, WorkerConfig
 
 #: the Unix socket path limit is 108 bytes (with its NUL); this is what fits the longest
 #: name after ``/run/user/NNNNN/taskq-<36-char uuid>-`` and before ``.sock``.
@@ -37,12 +38,6 @@ MAX_NAME_LENGTH = 43
 SOCKET_PATH_LIMIT = 107
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _QUEUE = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
-
-#: the ``taskq worker`` defaults a worker inherits when neither it nor [defaults] says.
-BUILTIN_POLL_INTERVAL = WORKER_DEFAULTS.poll_interval
-BUILTIN_MAX_CONCURRENCY = WORKER_DEFAULTS.max_concurrency  # None: the worker's own default
-BUILTIN_WORKER_GROUP = WORKER_DEFAULTS.worker_group
-BUILTIN_QUEUES = ("default",)
 
 #: a standalone worker's heartbeat interval and shutdown grace (``taskq worker`` flags)
 WORKER_HEARTBEAT_INTERVAL = WORKER_DEFAULTS.heartbeat_interval
@@ -56,41 +51,46 @@ CHILD_TEARDOWN_MARGIN = 15.0
 class HealthConfig:
     enabled: bool = False
     check_interval: float = 15.0
-    stale_after: float = 60.0
+    stale_after: float = STALE_AFTER
     startup_grace: float = 15.0
     consecutive_failure_limit: int = 3
 
 
 @dataclass(frozen=True, slots=True)
-class Pruning:
-    """What a child's sweeper prunes, and how often: its ``--prune-interval`` and
-    ``--keep-*`` flags (seconds; None: ``forever``)."""
-
-    prune_interval: float = WORKER_DEFAULTS.prune_interval
-    keep_succeeded: float = WORKER_DEFAULTS.retention_succeeded
-    keep_dead: float | None = WORKER_DEFAULTS.retention_dead
-    keep_cancelled: float | None = WORKER_DEFAULTS.retention_cancelled
-    keep_silent_workers: float = WORKER_DEFAULTS.retention_workers
-    vacuum_after_prune: bool = WORKER_DEFAULTS.vacuum_after_prune
-
-
-@dataclass(frozen=True, slots=True)
 class WorkerSpec:
-    """One ``[[workers]]`` entry, with ``[defaults]`` already applied."""
+    """One ``[[workers]]`` entry, with ``[defaults]`` applied: its name, its health check,
+    and the ``WorkerConfig`` its child runs with (the supervisor adds its instance and
+    health socket when it starts it)."""
 
     name: str
-    queues: tuple[str, ...]
-    max_concurrency: int | None  # None: the worker's default for its registry
-    poll_interval: float
-    worker_group: str
-    force_update_actor_config: bool
     health: HealthConfig
-    pruning: Pruning = Pruning()
+    config: WorkerConfig
+
+    @property
+    def queues(self) -> tuple[str, ...]:
+        """The queues it consumes (empty: every queue of the registry's actors)."""
+        return self.config.queues
+
+    @property
+    def max_concurrency(self) -> int | None:
+        return self.config.max_concurrency
+
+    @property
+    def poll_interval(self) -> float:
+        return self.config.poll_interval
+
+    @property
+    def worker_group(self) -> str:
+        return self.config.worker_group
+
+    @property
+    def force_update_actor_config(self) -> bool:
+        return self.config.force_update_actor_config
 
     @property
     def heartbeat_interval(self) -> float:
         """At most a third of ``stale_after``: a healthy child is never judged stale."""
-        return child_heartbeat_interval(self.health)
+        return self.config.heartbeat_interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +129,10 @@ class WorkgroupConfig:
         return any(w.health.enabled for w in self.workers)
 
 
-def child_heartbeat_interval(health: HealthConfig) -> float:
-    """A child's ``--heartbeat-interval``: the worker default, at most a third of
-    ``stale_after``."""
-    return min(WORKER_HEARTBEAT_INTERVAL, health.stale_after / 3.0)
+def child_heartbeat_interval(health: HealthConfig, configured: float | None = None) -> float:
+    """A child's ``--heartbeat-interval``: its own (else the worker default), at most a
+    third of ``stale_after``."""
+    return min(configured or WORKER_HEARTBEAT_INTERVAL, health.stale_after / 3.0)
 
 
 def socket_dir() -> str:
@@ -153,9 +153,8 @@ def health_socket_path(instance: UUID, name: str) -> str:
 
 
 _TOP_KEYS = {"actors", "defaults", "supervisor", "workers"}
-_PRUNING_KEYS = set(Pruning.__dataclass_fields__)
-_DEFAULT_KEYS = {"poll_interval", "max_concurrency", "worker_group", "queues"} | _PRUNING_KEYS
-_WORKER_KEYS = _DEFAULT_KEYS | {"name", "force_update_actor_config", "health"}
+_DEFAULT_KEYS = options.toml_keys(WorkerConfig)
+_WORKER_KEYS = _DEFAULT_KEYS | {"name", "health"}
 
 
 class _Errors:
@@ -164,22 +163,6 @@ class _Errors:
 
     def add(self, where: str, message: str) -> None:
         self.items.append(f"{where}: {message}" if where else message)
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    return type(value).__name__
 
 
 def _unknown_keys(table: dict[str, Any], allowed: set[str], where: str, errors: _Errors) -> None:
@@ -202,7 +185,7 @@ def _number(
         return default
     value = table[key]
     if isinstance(value, bool) or not isinstance(value, int | float):
-        errors.add(where, f'"{key}" must be a number of seconds, not {_describe(value)}')
+        errors.add(where, f'"{key}" must be a number of seconds, not {describe(value)}')
         return default
     value = float(value)
     if not math.isfinite(value) or value < minimum or (strict and value == minimum):
@@ -226,7 +209,7 @@ def _integer(
         return default
     value = table[key]
     if isinstance(value, bool) or not isinstance(value, int):
-        errors.add(where, f'"{key}" must be an integer, not {_describe(value)}')
+        errors.add(where, f'"{key}" must be an integer, not {describe(value)}')
         return default
     if value < minimum or (maximum is not None and value > maximum):
         bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
@@ -235,21 +218,12 @@ def _integer(
     return value
 
 
-def _concurrency(
-    table: dict[str, Any], default: int | None, where: str, errors: _Errors
-) -> int | None:
-    """``max_concurrency``: an integer >= 1, or the inherited value (None: the worker's own)."""
-    if "max_concurrency" not in table:
-        return default
-    return _integer(table, "max_concurrency", 1, where, errors, minimum=1)
-
-
 def _boolean(table: dict[str, Any], key: str, default: bool, where: str, errors: _Errors) -> bool:
     if key not in table:
         return default
     value = table[key]
     if not isinstance(value, bool):
-        errors.add(where, f'"{key}" must be true or false, not {_describe(value)}')
+        errors.add(where, f'"{key}" must be true or false, not {describe(value)}')
         return default
     return value
 
@@ -261,99 +235,15 @@ def _string(
         return default
     value = table[key]
     if not isinstance(value, str) or not value.strip():
-        errors.add(where, f'"{key}" must be a non-empty string, not {_describe(value)}')
+        errors.add(where, f'"{key}" must be a non-empty string, not {describe(value)}')
         return default
     return value
-
-
-def _queues(
-    table: dict[str, Any], default: tuple[str, ...], where: str, errors: _Errors
-) -> tuple[str, ...]:
-    if "queues" not in table:
-        return default
-    value = table["queues"]
-    if not isinstance(value, list) or not all(isinstance(q, str) for q in value):
-        errors.add(where, f'"queues" must be an array of strings, not {_describe(value)}')
-        return default
-    if not value:
-        errors.add(where, '"queues" must name at least one queue')
-        return default
-    for queue in value:
-        if not _QUEUE.match(queue):
-            errors.add(
-                where,
-                f'"queues": invalid queue name {queue!r} (letters, digits, _ . -; at most 100)',
-            )
-            return default
-    if len(set(value)) != len(value):
-        errors.add(where, '"queues" lists a queue twice')
-        return default
-    return tuple(value)
-
-
-def _keep(
-    table: dict[str, Any], key: str, default: float | None, where: str, errors: _Errors
-) -> float | None:
-    """A retention that may be ``"forever"`` (None): seconds >= 0 otherwise."""
-    if key not in table:
-        return default
-    value = table[key]
-    if value == "forever":
-        return None
-    if isinstance(value, str):
-        errors.add(where, f'"{key}" must be a number of seconds or "forever", got {value!r}')
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        errors.add(
-            where, f'"{key}" must be a number of seconds or "forever", not {_describe(value)}'
-        )
-        return default
-    found = len(errors.items)
-    seconds = _number(table, key, 0.0, where, errors, minimum=0.0)
-    return default if len(errors.items) > found else seconds
-
-
-def _pruning(
-    table: dict[str, Any], base: Pruning, heartbeat: float | None, where: str, errors: _Errors
-) -> Pruning:
-    """The pruning keys of one table over ``base``; ``heartbeat``: the child's heartbeat
-    interval, which ``keep_silent_workers`` must exceed (None: checked per worker)."""
-    pruning = Pruning(
-        prune_interval=_number(
-            table, "prune_interval", base.prune_interval, where, errors, minimum=0.0, strict=True
-        ),
-        keep_succeeded=_number(
-            table, "keep_succeeded", base.keep_succeeded, where, errors, minimum=0.0
-        ),
-        keep_dead=_keep(table, "keep_dead", base.keep_dead, where, errors),
-        keep_cancelled=_keep(table, "keep_cancelled", base.keep_cancelled, where, errors),
-        keep_silent_workers=_number(
-            table,
-            "keep_silent_workers",
-            base.keep_silent_workers,
-            where,
-            errors,
-            minimum=0.0,
-            strict=True,
-        ),
-        vacuum_after_prune=_boolean(
-            table, "vacuum_after_prune", base.vacuum_after_prune, where, errors
-        ),
-    )
-    if heartbeat is not None and pruning.keep_silent_workers <= heartbeat:
-        errors.add(
-            where,
-            f'"keep_silent_workers" ({pruning.keep_silent_workers:g}) must be longer than the '
-            f"child's heartbeat interval ({heartbeat:g} s): a live worker's row would be "
-            "pruned between two heartbeats",
-        )
-    return pruning
 
 
 def _table(parent: dict[str, Any], key: str, where: str, errors: _Errors) -> dict[str, Any]:
     value = parent.get(key, {})
     if not isinstance(value, dict):
-        errors.add(where, f'"{key}" must be a table, not {_describe(value)}')
+        errors.add(where, f'"{key}" must be a table, not {describe(value)}')
         return {}
     return value
 
@@ -433,35 +323,24 @@ def _parse_health(entry: dict[str, Any], where: str, errors: _Errors) -> HealthC
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Inherited:
-    poll_interval: float
-    max_concurrency: int | None  # None: the worker's default for its registry
-    worker_group: str
-    queues: tuple[str, ...]
-    pruning: Pruning
-
-
-def _parse_defaults(doc: dict[str, Any], errors: _Errors) -> _Inherited:
+def _parse_defaults(doc: dict[str, Any], errors: _Errors) -> dict[str, Any]:
     where = "[defaults]"
     table = _table(doc, "defaults", "", errors)
     _unknown_keys(table, _DEFAULT_KEYS, where, errors)
-    return _Inherited(
-        poll_interval=_number(
-            table, "poll_interval", BUILTIN_POLL_INTERVAL, where, errors, minimum=0.0, strict=True
-        ),
-        max_concurrency=_concurrency(table, BUILTIN_MAX_CONCURRENCY, where, errors),
-        worker_group=_string(table, "worker_group", BUILTIN_WORKER_GROUP, where, errors)
-        or BUILTIN_WORKER_GROUP,
-        queues=_queues(table, BUILTIN_QUEUES, where, errors),
-        pruning=_pruning(table, Pruning(), None, where, errors),
-    )
+    return options.from_mapping(table, WorkerConfig, lambda problem: errors.add(where, problem))
 
 
-def _parse_worker(index: int, entry: Any, defaults: _Inherited, errors: _Errors) -> WorkerSpec:
+def _parse_worker(
+    index: int,
+    entry: Any,
+    defaults: dict[str, Any],
+    actors: str,
+    supervisor: SupervisorConfig,
+    errors: _Errors,
+) -> WorkerSpec:
     where = f"workers[{index}]"
     if not isinstance(entry, dict):
-        errors.add(where, f"must be a table, not {_describe(entry)}")
+        errors.add(where, f"must be a table, not {describe(entry)}")
         entry = {}
     name = entry.get("name")
     if not isinstance(name, str) or not name:
@@ -479,22 +358,22 @@ def _parse_worker(index: int, entry: Any, defaults: _Inherited, errors: _Errors)
             errors.add(where, '"name" may only use letters, digits, _ . and -')
     _unknown_keys(entry, _WORKER_KEYS, where, errors)
     health = _parse_health(entry, where, errors)
-    heartbeat = child_heartbeat_interval(health)
-    return WorkerSpec(
-        name=name,
-        queues=_queues(entry, defaults.queues, where, errors),
-        max_concurrency=_concurrency(entry, defaults.max_concurrency, where, errors),
-        poll_interval=_number(
-            entry, "poll_interval", defaults.poll_interval, where, errors, minimum=0.0, strict=True
-        ),
-        worker_group=_string(entry, "worker_group", defaults.worker_group, where, errors)
-        or defaults.worker_group,
-        force_update_actor_config=_boolean(
-            entry, "force_update_actor_config", False, where, errors
-        ),
-        health=health,
-        pruning=_pruning(entry, defaults.pruning, heartbeat, where, errors),
+    values = {
+        **defaults,
+        **options.from_mapping(entry, WorkerConfig, lambda problem: errors.add(where, problem)),
+    }
+    values["heartbeat_interval"] = child_heartbeat_interval(
+        health, values.get("heartbeat_interval")
     )
+    config = WorkerConfig(
+        **values,
+        actors=actors,
+        worker_label=name,
+        shutdown_grace=supervisor.child_shutdown_grace,
+    )
+    for problem in config.problems(options.key, only=_DEFAULT_KEYS):  # the rest are ours
+        errors.add(where, problem)
+    return WorkerSpec(name=name, health=health, config=config)
 
 
 def parse_config(
@@ -522,14 +401,14 @@ def parse_config(
         errors.add("", "at least one [[workers]] entry is required")
     elif not isinstance(raw_workers, list):
         errors.add(
-            "", f'"workers" must be an array of tables ([[workers]]), not {_describe(raw_workers)}'
+            "", f'"workers" must be an array of tables ([[workers]]), not {describe(raw_workers)}'
         )
     else:
         if not raw_workers:
             errors.add("", "at least one [[workers]] entry is required")
         seen: dict[str, int] = {}
         for index, entry in enumerate(raw_workers):
-            spec = _parse_worker(index, entry, defaults, errors)
+            spec = _parse_worker(index, entry, defaults, actors, supervisor, errors)
             if isinstance(entry, dict) and isinstance(entry.get("name"), str):
                 if spec.name in seen:
                     errors.add(

@@ -52,8 +52,9 @@ def warnings_for(config: WorkgroupConfig, registry: Registry | None) -> list[str
                 "killed as unhealthy before its first heartbeat, over and over"
             )
     if registry is not None:
+        every = any(not w.queues for w in config.workers)  # no queues: all of them
         consumed = {q for w in config.workers for q in w.queues}
-        for actor in registry:
+        for actor in [] if every else registry:
             if actor.queue not in consumed:
                 out.append(
                     f'actor "{actor.name}" uses queue "{actor.queue}", which no [[workers]] '
@@ -89,14 +90,14 @@ def summarise(config: WorkgroupConfig, registry: Registry | None) -> list[str]:
             else "health off"
         )
         lines.append(
-            f"    {w.name}: queues={','.join(w.queues)} "
+            f"    {w.name}: queues={','.join(w.queues) or '(every queue of the registry)'} "
             f"max_concurrency={w.max_concurrency or 'default'} "
             f"poll_interval={w.poll_interval:g}s worker_group={w.worker_group} "
             f"heartbeat={w.heartbeat_interval:g}s"
             + (" force_update_actor_config" if w.force_update_actor_config else "")
             + f"; {health_text}"
         )
-        p = w.pruning
+        p = w.config
         lines.append(
             f"      pruning: every {duration_text(p.prune_interval)}; keeps succeeded jobs "
             f"{duration_text(p.keep_succeeded)}, dead {duration_text(p.keep_dead)}, cancelled "
