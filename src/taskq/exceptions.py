@@ -15,6 +15,7 @@ The tree::
     +-- PayloadError                 refused at enqueue; nothing was written
     |   +-- NotJSONSerializable
     |   +-- PayloadTooLarge
+    |   +-- ArgumentsMismatch        arguments that do not fit the actor's function's signature
     |   +-- PayloadTooDeep           arrays or objects nested deeper than MAX_JSON_DEPTH
     |   +-- InvalidText              a NUL character or a lone surrogate (not UTF-8)
     +-- StoreError                   the database; the driver's error is kept in ``__cause__``
@@ -117,6 +118,10 @@ class PayloadTooDeep(PayloadError):
 
 class InvalidText(PayloadError):
     """text with a NUL character or a lone surrogate (bytes that are not UTF-8)."""
+
+
+class ArgumentsMismatch(PayloadError):
+    """the job's arguments do not fit the actor's function's signature."""
 
 
 class StoreError(TaskqError):

@@ -1,0 +1,111 @@
+"""An actor's arguments checked against its function's signature when a job is made.
+
+``client.enqueue(resize, "a.png", widht=3)`` is refused where it is written, with
+``ArgumentsMismatch`` naming the parameter, instead of failing with a ``TypeError`` in a
+worker, attempts later. ``check_arguments`` is the one rule: ``enqueue``,
+``enqueue_with`` and ``enqueue_many`` of an ``Actor`` call it (and anything else that
+makes jobs of an actor object, such as a workflow's ``add``). An actor given by name (a
+``str``) cannot be checked: its function may not even be importable here.
+
+Cheap enough for every enqueue: the signature is read once per function and kept, and
+the common call (positional arguments only, a count the function accepts) is two
+comparisons; anything else is bound with ``inspect.Signature.bind``. A function whose
+signature cannot be read (some builtins) is not checked.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .exceptions import ArgumentsMismatch
+from .registry import AnyActor
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+class _Fit:
+    """What one function accepts: the positional counts that need no binding, and its
+    signature for everything else."""
+
+    __slots__ = ("high", "low", "signature")
+
+    def __init__(self, signature: inspect.Signature) -> None:
+        params = list(signature.parameters.values())
+        positional = [p for p in params if p.kind in _POSITIONAL]
+        self.signature = signature
+        self.low = sum(1 for p in positional if p.default is inspect.Parameter.empty)
+        self.high: float = (
+            math.inf
+            if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+            else len(positional)
+        )
+        if any(
+            p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty
+            for p in params
+        ):
+            self.high = -1  # a required keyword-only parameter: always bind
+
+
+#: function -> its _Fit, or None when its signature cannot be read (not checked)
+_fits: dict[Callable[..., Any], _Fit | None] = {}
+
+
+def _fit(fn: Callable[..., Any]) -> _Fit | None:
+    try:
+        return _fits[fn]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable callable: read every time
+        return _read(fn)
+    fit = _fits[fn] = _read(fn)
+    return fit
+
+
+def _read(fn: Callable[..., Any]) -> _Fit | None:
+    try:
+        return _Fit(inspect.signature(fn))
+    except (TypeError, ValueError):
+        return None
+
+
+def check_arguments(
+    actor: AnyActor, args: Sequence[Any], kwargs: Mapping[str, Any] | None = None
+) -> None:
+    """Raise ``ArgumentsMismatch`` unless ``actor``'s function can be called with
+    ``args`` and ``kwargs`` (as a worker will call it). Nothing else is checked here:
+    that the values are JSON is the payload's rule (``taskq.payload``)."""
+    fit = _fit(actor.fn)
+    if fit is None:
+        return
+    # arguments that are not JSON-shaped are the payload's to refuse, in its words
+    if type(args) is not tuple and type(args) is not list:
+        if isinstance(args, str | bytes) or not isinstance(args, Sequence):
+            return
+    if not kwargs:
+        if fit.low <= len(args) <= fit.high:
+            return
+    elif not isinstance(kwargs, Mapping) or not all(type(key) is str for key in kwargs):
+        return
+    try:
+        fit.signature.bind(*args, **(kwargs or {}))
+    except TypeError as exc:
+        why = str(exc)
+        if why == "too many positional arguments":  # say how many
+            why += f": {len(args)} given, at most {fit.high:g}"
+        raise ArgumentsMismatch(
+            f"arguments do not fit actor {actor.name!r}, {_shown(actor, fit.signature)}: "
+            f"{why}; nothing was enqueued"
+        ) from None
+
+
+def _shown(actor: AnyActor, signature: inspect.Signature) -> str:
+    """``name(path, width=0)``: the parameters, without their annotations."""
+    empty = inspect.Parameter.empty
+    bare = signature.replace(
+        parameters=[p.replace(annotation=empty) for p in signature.parameters.values()],
+        return_annotation=empty,
+    )
+    return f"{getattr(actor.fn, '__name__', actor.name)}{bare}"
