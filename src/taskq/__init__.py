@@ -9,6 +9,8 @@ Layout (see docs/architecture.md for the picture):
 * ``client``     ``Client`` / ``AsyncClient``: enqueue, inspect, retry, cancel (imported
                  on first use: a worker process, which never needs them, does not load
                  them nor what only they use)
+* ``workflows/`` ``Workflow``, ``step``, ``chain``, ``group``: steps that run after steps
+                 (imported on first use, like the clients)
 * ``store/``     the one ``Store`` seam; Postgres and SQLite engines, SQL in .sql files
 * ``restart``    the restart policy every supervisor uses (one per member); ``backoff``
                  its delays and rolling window
@@ -38,6 +40,7 @@ from .exceptions import (  # noqa: E402
     InvalidDSN,
     InvalidJobState,
     InvalidText,
+    InvalidWorkflow,
     JobNotFound,
     NoCurrentJob,
     NotJSONSerializable,
@@ -49,6 +52,7 @@ from .exceptions import (  # noqa: E402
     StoreError,
     StoreUnavailable,
     TaskqError,
+    WorkflowNotFound,
 )
 from .jobs import DeadReason, Job, JobId, JobState  # noqa: E402
 from .middleware import Middleware  # noqa: E402
@@ -57,6 +61,8 @@ from .unique import Unique  # noqa: E402
 
 if TYPE_CHECKING:
     from .client import AsyncClient, Client
+    from .workflows.graph import Step, StepRef, Workflow, chain, group, step
+    from .workflows.model import StepInfo, WorkflowInfo
 
 __version__ = "0.1.0"
 
@@ -74,6 +80,7 @@ __all__ = [
     "InvalidDSN",
     "InvalidJobState",
     "InvalidText",
+    "InvalidWorkflow",
     "Job",
     "JobContext",
     "JobId",
@@ -89,13 +96,27 @@ __all__ = [
     "RetryBackoff",
     "SchemaNotMigrated",
     "Snooze",
+    "Step",
+    "StepInfo",
+    "StepRef",
     "StoreError",
     "StoreUnavailable",
     "TaskqError",
     "Unique",
+    "Workflow",
+    "WorkflowInfo",
+    "WorkflowNotFound",
     "__version__",
+    "chain",
     "current_job",
+    "group",
+    "step",
 ]
+
+
+_WORKFLOWS = frozenset(
+    {"Step", "StepInfo", "StepRef", "Workflow", "WorkflowInfo", "chain", "group", "step"}
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -105,4 +126,8 @@ def __getattr__(name: str) -> Any:
         from . import client
 
         return getattr(client, name)
+    if name in _WORKFLOWS:  # taskq.workflows: loaded by the programs that build them
+        from .workflows import graph, model
+
+        return getattr(graph if hasattr(graph, name) else model, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,10 +1,11 @@
 """The fleet's backlog metrics, computed once per fleet.
 
 ``taskq_queue_jobs{queue,state}``, ``taskq_queue_oldest_age_seconds{queue}`` and
-``taskq_queue_paused{queue}`` describe the whole store, so exactly one process exports
-them: the holder of the ``backlog-metrics`` lease (a row in ``leaders``, renewed at each
-report, taken over by another process once it lapses). Any process that serves metrics
-for the fleet competes for it the same way -- a workgroup supervisor
+``taskq_queue_paused{queue}`` (and ``taskq_workflows_finished_total{state}``, the
+store's own count of finished workflow runs) describe the whole store, so exactly one
+process exports them: the holder of the ``backlog-metrics`` lease (a row in ``leaders``,
+renewed at each report, taken over by another process once it lapses). Any process that
+serves metrics for the fleet competes for it the same way -- a workgroup supervisor
 (``workgroup/reporter.py``) and a worker outside a workgroup (``worker/backlog.py``; a
 workgroup's children leave it to their supervisor) -- so a fleet of plain workers, of
 workgroups, or of both reports its backlog exactly once. The holder runs one
@@ -50,10 +51,25 @@ def export_paused(paused: Iterable[str]) -> None:
         metrics.queue_paused.labels(queue=queue).set(1)
 
 
+#: the end states of a workflow run (taskq_workflows_finished_total's ``state``)
+WORKFLOW_ENDS = ("succeeded", "failed", "cancelled")
+
+
+def export_workflows(totals: dict[str, int]) -> None:
+    """``taskq_workflows_finished_total{state}``: the store's counts (they never go back;
+    the counter follows them up from what this process exported before)."""
+    for state in WORKFLOW_ENDS:
+        child = metrics.workflows_finished.labels(state=state)
+        grew = totals.get(state, 0) - child.value
+        if grew > 0:
+            child.inc(grew)
+
+
 def clear_backlog() -> None:
     metrics.queue_jobs.clear()
     metrics.queue_oldest_age.clear()
     metrics.queue_paused.clear()
+    metrics.workflows_finished.clear()
 
 
 class BacklogLease:
@@ -81,6 +97,7 @@ class BacklogLease:
         if leading:
             export_backlog(await store.insight.queue_backlog(), self._queues)
             export_paused(await store.paused_queues())
+            export_workflows(await store.insight.workflow_totals())
         self.lead(leading)
 
     def lead(self, leading: bool) -> None:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import datetime
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 from uuid import UUID
 
 from . import tracing, txn
@@ -47,6 +47,10 @@ from .store import Store, create_store
 from .store.base import LocalEnqueue
 from .store.queues import ACTOR, QUEUE
 from .unique import Unique
+
+if TYPE_CHECKING:
+    from .workflows.graph import Workflow
+    from .workflows.model import WorkflowInfo
 from .validation import check_int, check_text
 
 T = TypeVar("T")
@@ -484,6 +488,46 @@ class AsyncClient:
                 raise TimeoutError(f"job {job.id} still {job.state} after {timeout}s")
             await asyncio.sleep(interval)
 
+    # -- workflows (docs/workflows.md; taskq.workflows.submit) ---------------------------
+    async def enqueue_workflow(self, wf: Workflow, connection: Any = None) -> UUID:
+        """Enqueue one run of ``wf``: every step in one transaction (on ``connection``,
+        the caller's, as ``enqueue_with``); return the run's workflow id. The steps with
+        nothing to wait for are due now; the others become due when the last step they
+        run after succeeds. ``InvalidWorkflow`` (nothing written) for a cycle, an
+        unknown ``after`` step, an empty workflow."""
+        from .workflows import submit
+
+        return await submit.enqueue(self, wf, connection)
+
+    async def workflow(self, workflow_id: UUID | str) -> WorkflowInfo:
+        """A workflow run and its steps (``.state``, ``.steps``); ``WorkflowNotFound``."""
+        from .workflows import submit
+
+        return await submit.get(self, workflow_id)
+
+    async def workflows(
+        self, *, state: str | None = None, limit: int = 50
+    ) -> builtins.list[WorkflowInfo]:
+        """Workflow runs newest first (without their steps), optionally in one state."""
+        from .workflows import submit
+
+        return await submit.listing(self, state, limit)
+
+    async def cancel_workflow(self, workflow_id: UUID | str, *, by: str | None = None) -> int:
+        """Cancel a workflow run: its queued steps now, its running steps asked to stop
+        (as ``cancel`` does for a job); returns how many steps that touched."""
+        from .workflows import submit
+
+        return await submit.cancel(self, workflow_id, by or who())
+
+    async def wait_workflow(
+        self, workflow_id: UUID | str, *, timeout: float = 60.0, interval: float = 0.05
+    ) -> WorkflowInfo:
+        """Poll until the run is no longer running; TimeoutError past ``timeout``."""
+        from .workflows import submit
+
+        return await submit.wait(self, workflow_id, timeout, interval)
+
 
 class _Portal:
     """A private event loop on a daemon thread; ``call`` runs a coroutine on it."""
@@ -744,3 +788,33 @@ class Client:
 
     def wait(self, job_id: UUID | str, *, timeout: float = 60.0, interval: float = 0.05) -> Job:
         return self._call(self._async.wait(job_id, timeout=timeout, interval=interval))
+
+    def enqueue_workflow(self, wf: Workflow, connection: Any = None) -> UUID:
+        """See ``AsyncClient.enqueue_workflow``; with ``connection``, the steps are
+        written on that connection in this thread."""
+        target = self._target(connection)
+        if target is None:
+            return self._call(self._async.enqueue_workflow(wf))
+        from .workflows import submit
+
+        store = self._async.store
+        row = self._call(submit.prepare(self._async, wf))
+        return submit.enqueue_on(store, target, row, lambda: self._call(txn.store_identity(store)))
+
+    def workflow(self, workflow_id: UUID | str) -> WorkflowInfo:
+        return self._call(self._async.workflow(workflow_id))
+
+    def workflows(
+        self, *, state: str | None = None, limit: int = 50
+    ) -> builtins.list[WorkflowInfo]:
+        return self._call(self._async.workflows(state=state, limit=limit))
+
+    def cancel_workflow(self, workflow_id: UUID | str, *, by: str | None = None) -> int:
+        return self._call(self._async.cancel_workflow(workflow_id, by=by))
+
+    def wait_workflow(
+        self, workflow_id: UUID | str, *, timeout: float = 60.0, interval: float = 0.05
+    ) -> WorkflowInfo:
+        return self._call(
+            self._async.wait_workflow(workflow_id, timeout=timeout, interval=interval)
+        )

@@ -8,7 +8,9 @@ stamps the job's fields on every log record emitted during the run (``logs``).
 
 An actor reads ``id``, ``actor``, ``queue``, ``attempt``, ``crash_count``, ``meta`` and
 ``cancel_requested``, and adds to ``meta`` while it runs (``update_meta(progress=0.5)``);
-the worker saves the new meta with the run's outcome.
+the worker saves the new meta with the run's outcome. A workflow's step also reads
+``upstream`` (the results of the steps it runs after, by step name), ``workflow_id`` and
+``step``, and may add steps to its workflow (``fan_out``: docs/workflows.md).
 """
 
 from __future__ import annotations
@@ -17,12 +19,32 @@ import json
 from collections.abc import Mapping
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from .exceptions import NoCurrentJob
 from .logs import reset_job_fields, set_job_fields
 from .payload import encode_meta
+
+if TYPE_CHECKING:
+    from .workflows.fanout import FanOut
+
+_NO_UPSTREAM: Mapping[str, Any] = MappingProxyType({})
+
+
+class StepRun:
+    """What a workflow's step knows of its workflow while it runs."""
+
+    __slots__ = ("fan_out", "in_pool", "step", "upstream", "workflow_id")
+
+    def __init__(
+        self, workflow_id: UUID, step: str, upstream: Mapping[str, Any], in_pool: bool = False
+    ) -> None:
+        self.workflow_id = workflow_id
+        self.step = step
+        self.upstream = MappingProxyType(dict(upstream))
+        self.in_pool = in_pool  # a CPU pool process: the run cannot add steps
+        self.fan_out: FanOut | None = None
 
 
 class JobContext:
@@ -32,6 +54,7 @@ class JobContext:
         "_changed",
         "_meta",
         "_meta_json",
+        "_workflow",
         "actor",
         "attempt",
         "cancel_requested",
@@ -63,6 +86,61 @@ class JobContext:
         self._meta: dict[str, Any] | None = dict(meta) if meta else None
         self._meta_json = meta_json if meta is None else None
         self._changed = False
+        self._workflow: StepRun | None = None
+
+    # -- a workflow's step ---------------------------------------------------------------
+    def join_workflow(self, run: StepRun) -> None:
+        """This job is a workflow's step (the worker says so before it runs)."""
+        self._workflow = run
+
+    @property
+    def workflow_id(self) -> UUID | None:
+        """The workflow this job is a step of, or None."""
+        return None if self._workflow is None else self._workflow.workflow_id
+
+    @property
+    def step(self) -> str | None:
+        """This step's name in its workflow, or None."""
+        return None if self._workflow is None else self._workflow.step
+
+    @property
+    def upstream(self) -> Mapping[str, Any]:
+        """The results of the steps this step runs after, by step name (read-only; a
+        step that ended without a result, or not succeeded (``on_failure="run"``), has
+        ``None``). Empty for a job outside a workflow."""
+        return _NO_UPSTREAM if self._workflow is None else self._workflow.upstream
+
+    @property
+    def fan_out(self) -> FanOut:
+        """The steps this run adds to its workflow: ``current_job().fan_out.add(actor,
+        *args, after=[...], name=..., **kwargs)``, as ``Workflow.add``. They join the
+        workflow when this step succeeds (with its outcome, in one transaction): they
+        run after it, and the steps after it wait for them too. A run that fails adds
+        nothing (its retry adds them again). ``InvalidWorkflow`` outside a workflow's
+        step, and in a cpu_bound step (its run is in another process)."""
+        run = self._workflow
+        if run is None or run.in_pool:
+            from .exceptions import InvalidWorkflow
+
+            raise InvalidWorkflow(
+                f"job {self.id} cannot add steps: it is not a workflow's step"
+                if run is None
+                else f"step {run.step!r} is cpu_bound and cannot add steps (it runs in a "
+                "pool process)"
+            )
+        if run.fan_out is None:
+            from .workflows.fanout import FanOut
+
+            run.fan_out = FanOut(run.step)
+        return run.fan_out
+
+    @property
+    def added_steps(self) -> FanOut | None:
+        """The run's fan-out if it added any steps (the worker's read), else None."""
+        run = self._workflow
+        if run is None or run.fan_out is None or not len(run.fan_out):
+            return None
+        return run.fan_out
 
     def _decoded(self) -> dict[str, Any]:
         meta = self._meta
@@ -114,13 +192,20 @@ class JobContext:
                 "crash_count": self.crash_count,
                 "cancel_requested": self.cancel_requested,
                 "meta": self._decoded(),
+                "workflow": None
+                if self._workflow is None
+                else [
+                    str(self._workflow.workflow_id),
+                    self._workflow.step,
+                    dict(self._workflow.upstream),
+                ],
             }
         )
 
     @classmethod
     def from_text(cls, text: str) -> JobContext:
         d = json.loads(text)
-        return cls(
+        ctx = cls(
             UUID(d["id"]),
             actor=d["actor"],
             queue=d["queue"],
@@ -129,6 +214,10 @@ class JobContext:
             meta=d["meta"],
             cancel_requested=d["cancel_requested"],
         )
+        if d.get("workflow"):
+            workflow_id, step, upstream = d["workflow"]
+            ctx.join_workflow(StepRun(UUID(workflow_id), step, upstream, in_pool=True))
+        return ctx
 
     def log_fields(self) -> dict[str, Any]:
         return {

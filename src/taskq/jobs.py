@@ -10,10 +10,13 @@ import enum
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID, SafeUUID
 
 from .exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from .workflows.model import StepRow
 from .validation import INT_MAX
 
 
@@ -35,6 +38,7 @@ class DeadReason(enum.StrEnum):
     UNKNOWN_ACTOR = "unknown_actor"  # no worker registry knows this actor
     UNDECODABLE = "undecodable"  # the payload could not be decoded for the runner
     SNOOZED_TOO_OFTEN = "snoozed_too_often"  # snoozed more than the actor's max_snoozes
+    UNSTORABLE_RESULT = "unstorable_result"  # a workflow step's result cannot reach its successors
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +270,7 @@ class Outcome:
     dead_reason: str | None = None
     meta_json: str | None = None  # the job's whole meta when the run changed it, else None
     blamed: bool = False  # crashed: the death points at this job (taskq.blame)
+    added: tuple[StepRow, ...] = ()  # succeeded: steps the run added to its workflow
 
 
 @dataclass(frozen=True, slots=True)

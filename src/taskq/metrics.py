@@ -385,6 +385,13 @@ queue_paused = Gauge(
     ["queue"],
     registry=BACKLOG,
 )
+workflows_finished = Counter(
+    "taskq_workflows_finished",
+    "Workflow runs that ever finished, by end state (succeeded, failed, cancelled): counted "
+    "in the database by the statement that ended each run's last step.",
+    ["state"],
+    registry=BACKLOG,
+)
 backlog_leader = Gauge(
     "taskq_backlog_leader",
     "1 on the process (workgroup supervisor or worker outside a workgroup) that computes "

@@ -38,7 +38,7 @@ from uuid import UUID
 from . import settings
 from .exceptions import ConfigError, StoreError
 from .jobs import JobSpec
-from .store.enqueue import jobs_table, pg_steps, run_async, run_sync, sqlite_enqueue
+from .store.enqueue import Steps, jobs_table, pg_steps, run_async, run_sync, sqlite_enqueue
 from .store.sqlfile import load_queries
 
 PG_SYNC, PG_ASYNC, SQLITE_CONN = "postgres", "postgres-async", "sqlite"
@@ -214,11 +214,45 @@ def enqueue_sync(
     """Insert ``specs`` on a sync caller connection (in the calling thread).
     ``identity`` gives the store's own (database, port, start time), asked only the
     first time a connection is checked."""
+    return write_sync(
+        store,
+        target,
+        Write(lambda sql: pg_steps(sql, specs), lambda conn: sqlite_enqueue(conn, specs)),
+        identity,
+    )
+
+
+async def enqueue_async(store: Any, obj: Any, specs: Sequence[JobSpec]) -> list[UUID]:
+    """Insert ``specs`` on the caller's connection ``obj`` (any kind ``resolve_async``
+    takes; a sync one runs right here, blocking the loop for its round trips)."""
+    return await write_async(
+        store,
+        obj,
+        Write(lambda sql: pg_steps(sql, specs), lambda conn: sqlite_enqueue(conn, specs)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """What to write on a caller's connection, for each kind of store: a Postgres
+    statement generator (``store/enqueue.py``'s steps, given the store's statements with
+    the schema filled in) and a function of a ``sqlite3.Connection`` in a transaction.
+    Jobs (``enqueue_sync``) and workflows (``taskq.workflows.submit``) share it."""
+
+    postgres: Callable[[dict[str, str]], Steps]
+    sqlite: Callable[[sqlite3.Connection], list[UUID]]
+
+
+def write_sync(
+    store: Any, target: Target, write: Write, identity: Callable[[], Identity]
+) -> list[UUID]:
+    """Run ``write`` on a sync caller connection, once it is known to reach the store's
+    own database (``identity``: the store's, asked only the first time)."""
     check_kind(store, target)
     if target.kind == SQLITE_CONN:
         try:
             _check_sqlite(store, target.conn)
-            return sqlite_enqueue(target.conn, specs)
+            return write.sqlite(target.conn)
         except sqlite3.Error as exc:
             raise _driver_error(exc) from exc
     import psycopg  # loaded already: the target is one of its objects
@@ -230,19 +264,19 @@ def enqueue_sync(
             ).fetchone()
             _judge(store, tuple(row.values()) if isinstance(row, dict) else row, identity())
             _remember(store, target)
-        return run_sync(target.conn, pg_steps(store.enqueue_sql, specs))
+        return run_sync(target.conn, write.postgres(store.enqueue_sql))
     except psycopg.Error as exc:
         raise _driver_error(exc) from exc
 
 
-async def enqueue_async(store: Any, obj: Any, specs: Sequence[JobSpec]) -> list[UUID]:
-    """Insert ``specs`` on the caller's connection ``obj`` (any kind ``resolve_async``
-    takes; a sync one runs right here, blocking the loop for its round trips)."""
+async def write_async(store: Any, obj: Any, write: Write) -> list[UUID]:
+    """``write_sync`` on any connection ``resolve_async`` takes (a sync one runs right
+    here, blocking the loop for its round trips)."""
     target = await resolve_async(obj)
     check_kind(store, target)
     ours = await store.identity() if target.kind != SQLITE_CONN else ()
     if not target.is_async:
-        return enqueue_sync(store, target, specs, lambda: ours)
+        return write_sync(store, target, write, lambda: ours)
     import psycopg  # loaded already: the target is one of its objects
 
     try:
@@ -253,6 +287,6 @@ async def enqueue_async(store: Any, obj: Any, specs: Sequence[JobSpec]) -> list[
             row = await cur.fetchone()
             _judge(store, tuple(row.values()) if isinstance(row, dict) else row, ours)
             _remember(store, target)
-        return await run_async(target.conn, pg_steps(store.enqueue_sql, specs))
+        return await run_async(target.conn, write.postgres(store.enqueue_sql))
     except psycopg.Error as exc:
         raise _driver_error(exc) from exc

@@ -256,10 +256,7 @@ async def test_a_running_step_adds_steps_and_the_steps_after_it_wait_for_them(st
     w = uuid7()
     await claim_all(store, w)
     added = graph({"p1": [], "p2": [], "p3": ["p1"]})  # its own graph: p3 after p1
-    rows = [
-        type(s)(s.spec, s.name, (ids["split"], *s.upstream), (*s.downstream, ids["merge"]))
-        for s in added.steps
-    ]
+    rows = [type(s)(s.spec, s.name, (ids["split"], *s.upstream), s.downstream) for s in added.steps]
     assert await store.complete_fanout(w, ok(ids["split"]), rows) == 1
     p = {s.name: s.spec.id for s in added.steps}
     assert set(await claim_all(store, w)) == {p["p1"], p["p2"]}
@@ -281,7 +278,7 @@ async def test_a_fanout_from_a_run_no_longer_held_adds_nothing(store):
     w = uuid7()
     await claim_all(store, w)
     extra = graph({"p": []}).steps[0]
-    row = type(extra)(extra.spec, "p", (ids["split"],), (ids["merge"],))
+    row = type(extra)(extra.spec, "p", (ids["split"],), ())
     assert await store.complete_fanout(uuid7(), ok(ids["split"]), [row]) == 0
     assert await store.get_job(extra.spec.id) is None
     assert (await store.get_workflow(wf.id)).step_count == 2

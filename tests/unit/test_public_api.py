@@ -37,6 +37,17 @@ DOCUMENTED = {
     "Unique",
     "__version__",
     "current_job",
+    # workflows (docs/workflows.md)
+    "InvalidWorkflow",
+    "Step",
+    "StepInfo",
+    "StepRef",
+    "Workflow",
+    "WorkflowInfo",
+    "WorkflowNotFound",
+    "chain",
+    "group",
+    "step",
 }
 
 

@@ -1,8 +1,8 @@
 """The ``taskq`` command: the parser, and ``main`` (the console entry point).
 
 One module a command family (:mod:`.jobs`, :mod:`.queues`, :mod:`.workgroup`,
-:mod:`.admin`); each adds its subcommands' parsers and names the function that runs them
-(``run``). :mod:`.args` holds the flag types, :mod:`.output` what gets printed.
+:mod:`.workflows`, :mod:`.admin`); each adds its subcommands' parsers and names the function
+that runs them (``run``). :mod:`.args` holds the flag types, :mod:`.output` what gets printed.
 
 Every subcommand maps user mistakes (bad JSON, unknown job id, unreachable database, bad
 DSN, bad schema name, bad flags) to one line on stderr and a non-zero exit; tracebacks
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from .. import __version__, logs
 from ..exceptions import TaskqError
-from . import admin, jobs, queues, workgroup
+from . import admin, jobs, queues, workflows, workgroup
 from .args import Parser, Subparsers, subcommands
 from .output import EXIT_BROKEN_PIPE, EXIT_ERROR, error
 
@@ -35,6 +35,7 @@ COMMANDS: dict[str, Callable[[Subparsers], None]] = {
     "queues": queues.add_queues,
     "actors": queues.add_actors,
     "workers": workgroup.add_workers,
+    "workflows": workflows.add_workflows,
     "schedules": admin.add_schedules,
     "demo": admin.add_demo,
     "dashboard": admin.add_dashboard,

@@ -2,7 +2,7 @@
 metric it counts (Oban's telemetry events read side by side: names in one place, the
 logger one consumer of them, the docs a listing of them). ``declare.py`` is the
 machinery; the events are declared in the module of their area (``worker.py``,
-``pool.py``, ``workgroup.py``) and all of them are importable from here.
+``pool.py``, ``workgroup.py``, ``workflows.py``) and all of them are importable from here.
 
 A module logs an event through its logger's one method::
 
@@ -39,6 +39,7 @@ from .declare import ALL, CRITICAL, DEBUG, ERROR, FROZEN, INFO, WARNING, Count, 
 from .worker import *  # noqa: F403
 from .pool import *  # noqa: F403
 from .workgroup import *  # noqa: F403
+from .workflows import *  # noqa: F403
 # isort: on
 
 __all__ = ["ALL", "CRITICAL", "DEBUG", "ERROR", "FROZEN", "INFO", "WARNING", "Count", "Event"]

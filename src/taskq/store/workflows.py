@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
@@ -188,3 +189,13 @@ def too_many(outcome: Outcome, steps: int, added: int) -> Outcome:
         ),
         dead_reason=DeadReason.FAILED,
     )
+
+
+def joined(added: Sequence[StepRow], after_parent: Sequence[UUID]) -> list[StepRow]:
+    """The steps a running step added, each also before the steps that run after it
+    (``after_parent``, the adding step's downstream)."""
+    out = []
+    for s in added:
+        extra = tuple(d for d in after_parent if d not in s.downstream)
+        out.append(replace(s, downstream=(*s.downstream, *extra)) if extra else s)
+    return out

@@ -101,7 +101,7 @@ async def drain_async(
         )
     )
     threads = ThreadRunner(thread_name="taskq-drain")
-    executor = Executor(registry, threads, None, RESULT_MAX_BYTES)
+    executor = Executor(registry, threads, None, RESULT_MAX_BYTES, upstream=store.upstream_results)
     runs: list[Ran] = []
     try:
         queues = await _queues(store, registry, wanted)
@@ -138,7 +138,10 @@ async def _run_one(store: Store, executor: Executor, worker_id: UUID, job: Claim
     if outcome is None:  # only a CPU pool gives a job back; drain has none
         await store.give_back(worker_id, [(job.id, job.attempt)])
         raise RuntimeError(f"job {job.id} was given back unexpectedly")
-    await store.complete(worker_id, [outcome])
+    if outcome.added:  # a workflow step that added steps: with them, in one transaction
+        await store.complete_fanout(worker_id, outcome, outcome.added)
+    else:
+        await store.complete(worker_id, [outcome])
     after = await store.get_job(job.id)
     assert after is not None  # nothing deletes a job between its run and this read
     return Ran(

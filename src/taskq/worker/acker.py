@@ -46,6 +46,7 @@ class Acker:
         self.max_batch = max_batch
         self.linger = linger
         self._outcomes: list[Outcome] = []
+        self._fanouts: list[Outcome] = []
         self._give_backs: list[tuple[UUID, int]] = []
         self._wake = asyncio.Event()
         self._closing = False
@@ -55,10 +56,13 @@ class Acker:
 
     @property
     def pending(self) -> int:
-        return len(self._outcomes) + len(self._give_backs)
+        return len(self._outcomes) + len(self._give_backs) + len(self._fanouts)
 
     def add(self, outcome: Outcome) -> None:
-        self._outcomes.append(outcome)
+        if outcome.added:  # a workflow step's fan-out: written on its own (complete_fanout)
+            self._fanouts.append(outcome)
+        else:
+            self._outcomes.append(outcome)
         self._wake.set()
 
     def give_back(self, jobs: list[ClaimedJob]) -> None:
@@ -83,7 +87,7 @@ class Acker:
             if self.pending:
                 log.event(
                     ACKS_NOT_WRITTEN,
-                    outcomes=len(self._outcomes),
+                    outcomes=len(self._outcomes) + len(self._fanouts),
                     give_backs=len(self._give_backs),
                     note="their leases will expire and the sweeper will rescue them",
                 )
@@ -107,17 +111,24 @@ class Acker:
                 batch = self._give_backs[: self.max_batch]
                 await self._store.give_back(self._worker_id, batch)
                 del self._give_backs[: len(batch)]
+            fenced_out = 0
+            while self._fanouts:  # each with the steps it added, in one transaction
+                outcome = self._fanouts[0]
+                changed = await self._store.complete_fanout(self._worker_id, outcome, outcome.added)
+                del self._fanouts[0]
+                fenced_out += 1 - changed
             if self._outcomes:
                 outcomes = self._outcomes[: self.max_batch]
                 changed = await self._store.complete(self._worker_id, outcomes)
                 del self._outcomes[: len(outcomes)]
-                if changed < len(outcomes):
-                    self.fenced_out += len(outcomes) - changed
-                    log.event(
-                        ACKS_FENCED_OUT,
-                        count=len(outcomes) - changed,
-                        note="those jobs' leases were taken over; nothing was changed",
-                    )
+                fenced_out += len(outcomes) - changed
+            if fenced_out:
+                self.fenced_out += fenced_out
+                log.event(
+                    ACKS_FENCED_OUT,
+                    count=fenced_out,
+                    note="those jobs' leases were taken over; nothing was changed",
+                )
         except StoreError as exc:
             await asyncio.sleep(self._backoff.failed(exc))
             return False

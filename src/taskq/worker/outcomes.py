@@ -72,7 +72,18 @@ def succeeded(job: ClaimedJob, result: Any, result_max_bytes: int) -> Outcome:
 def result_dropped(job: ClaimedJob, why: str) -> Outcome:
     """The job ran but its result cannot be stored: ``succeeded``, no result, the reason
     in ``last_error``. Never a failure: its side effects happened; a retry would repeat
-    them. The same for every runner (async, sync, cpu_bound)."""
+    them. The same for every runner (async, sync, cpu_bound).
+
+    A workflow's step is the exception: the steps after it read its result, so a result
+    that cannot be stored fails the step (``dead/unstorable_result``, never retried, the
+    limit named) and the steps after it follow the failure rule."""
+    if job.workflow_id is not None:
+        return dead(
+            job,
+            DeadReason.UNSTORABLE_RESULT,
+            f"UnstorableResult: {why} (a workflow step's result goes to the steps after it: "
+            "the limit is the worker's result_max_bytes)",
+        )
     log.event(JOB_RESULT_DROPPED, job=str(job.id), actor=job.actor, error=why)
     return Outcome(
         job.id, job.attempt, OutcomeKind.SUCCEEDED, error=f"{RESULT_DROPPED_NOTE}: {why}"

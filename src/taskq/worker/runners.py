@@ -34,6 +34,7 @@ from . import outcomes
 from .cancels import Cancels
 from .cpu_runner import CpuRunner
 from .solo import Solo
+from .steps import Steps, UpstreamReader
 from .threads import ThreadRunner
 
 log = get_logger(__name__)
@@ -77,6 +78,7 @@ class Executor:
         cancels: Cancels | None = None,
         solo: Solo | None = None,
         in_thread: Callable[[ClaimedJob, Callable[..., Any]], Callable[..., Any]] | None = None,
+        upstream: UpstreamReader | None = None,
     ) -> None:
         self._cancels = cancels
         self._in_thread = in_thread  # wraps a sync actor's function (thread middleware)
@@ -85,6 +87,8 @@ class Executor:
         self._cpu = cpu
         self._result_max_bytes = result_max_bytes
         self._plans: dict[str, _Plan] = {a.name: self._plan(a, cpu is not None) for a in registry}
+        # workflow steps: upstream results before, added steps after (worker/steps.py)
+        self._steps = Steps(upstream, {a.name: a for a in registry})
 
     @staticmethod
     def _plan(actor: AnyActor, pool: bool) -> _Plan:
@@ -133,11 +137,16 @@ class Executor:
             crash_count=job.crash_count,
             meta_json=job.meta_json,
         )
+        if job.workflow_id is not None and not await self._steps.join(job, ctx):
+            plan.finished["given_back"].inc()
+            return None
         with running(ctx):
             if self._cancels is None:
                 result = await self._run(job, plan)
             else:
                 result = await self._run_cancellable(job, plan, ctx, self._cancels)
+        if job.workflow_id is not None and result is not None:
+            result = self._steps.finish(job, ctx, result)
         if result is not None and result.meta_json is None:
             changed = ctx.changed_meta_json
             if changed is not None:  # saved with the outcome

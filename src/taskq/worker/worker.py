@@ -313,6 +313,7 @@ class Worker:
             cancels=cancels,
             solo=solo,
             in_thread=chain.in_thread if chain.has_thread_hooks else None,
+            upstream=store.upstream_results,
         )
         buffer = JobBuffer(self.concurrency, config.prefetch)
         acker = self.acker = Acker(store, self.id)

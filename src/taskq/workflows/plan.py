@@ -8,11 +8,18 @@ its place in the graph is its upstream and downstream step ids.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 from uuid import UUID
 
-from ..jobs import JobSpec
+from ..ids import uuid7, uuid7_many
+from ..jobs import ActorConfig, JobSpec
 from .model import StepRow, WorkflowRow
+
+if TYPE_CHECKING:
+    from ..registry import AnyActor
+    from ..specs import JobBuilder
+    from .graph import Workflow
 
 
 def workflow_row(
@@ -40,3 +47,38 @@ def workflow_row(
         for i, spec in enumerate(specs)
     ]
     return WorkflowRow(workflow_id, name, steps)
+
+
+def step_specs(
+    wf: Workflow,
+    builder: JobBuilder,
+    known: Mapping[str, ActorConfig],
+    actors: Mapping[str, AnyActor] | None = None,
+) -> tuple[list[list[int]], list[JobSpec]]:
+    """``wf`` checked (``Workflow.resolved``: each step's upstream steps by index) and
+    every step's job built, with a new id each. ``known``: the recorded configurations
+    of actors given by name; ``actors``: actor objects to use for names (a worker's)."""
+    upstream = wf.resolved()
+    specs = []
+    for ref, job_id in zip(wf.steps, uuid7_many(len(wf)), strict=True):
+        actor = ref.step.actor
+        if isinstance(actor, str) and actors is not None:
+            actor = actors.get(actor, actor)
+        template = builder.template(
+            actor, known=known, queue=None, delay=None, run_at=None, priority=None
+        )
+        specs.append(builder.spec(template, ref.step.args, ref.step.kwargs, job_id))
+    return upstream, specs
+
+
+def plan(wf: Workflow, builder: JobBuilder, known: Mapping[str, ActorConfig]) -> WorkflowRow:
+    """One run of ``wf``, with a new workflow id and new step ids."""
+    upstream, specs = step_specs(wf, builder, known)
+    return workflow_row(
+        uuid7(),
+        wf.name,
+        specs,
+        [r.name for r in wf.steps],
+        upstream,
+        [str(r.on_failure) for r in wf.steps],
+    )

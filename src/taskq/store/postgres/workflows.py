@@ -22,6 +22,7 @@ from ..enqueue import run_async
 from ..pgarray import complete_params
 from ..sqlfile import load_queries
 from ..workflows import (
+    joined,
     pg_steps_params,
     pg_workflow_steps,
     too_many,
@@ -114,7 +115,9 @@ class PostgresWorkflows:
                 else:
                     await cur.execute(
                         self.enqueue_sql["workflow_steps_insert"],
-                        pg_steps_params(held["workflow_id"], added),
+                        pg_steps_params(
+                            held["workflow_id"], joined(added, held["downstream"] or ())
+                        ),
                     )
                     await cur.execute(
                         Q["workflow_fanout_link"],

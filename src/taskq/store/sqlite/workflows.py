@@ -21,6 +21,7 @@ from ...workflows.model import MAX_STEPS, StepRow, WorkflowInfo, WorkflowRow
 from ..enqueue import uuid_text
 from ..sqlfile import load_queries
 from ..workflows import (
+    joined,
     sqlite_insert_workflow,
     sqlite_step_rows,
     too_many,
@@ -101,7 +102,8 @@ class SqliteWorkflows:
                 outcome = too_many(outcome, held["steps"], len(added))
             else:
                 wf = UUID(held["workflow_id"])
-                db.executemany(Q["workflow_steps_insert"], sqlite_step_rows(wf, added, time.time()))
+                rows = joined(added, _ids(held["downstream"] or "[]"))
+                db.executemany(Q["workflow_steps_insert"], sqlite_step_rows(wf, rows, time.time()))
                 params = {
                     "id": str(outcome.job_id),
                     "added": _json_ids([s.spec.id for s in added]),

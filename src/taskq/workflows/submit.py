@@ -1,0 +1,113 @@
+"""The clients' workflow calls: enqueue a run of a workflow, read one, list, cancel.
+
+``AsyncClient`` and ``Client`` each have one-line methods that land here. A run is
+checked and built with no I/O (``plan``) but for the recorded configurations of
+actors given by name, then written in one transaction: the store's own connection, or
+the caller's (``connection=``, the same resolution and checks as ``enqueue_with``,
+``taskq.txn``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from .. import txn
+from ..exceptions import ConfigError, WorkflowNotFound
+from ..store.workflows import pg_workflow_steps, sqlite_insert_workflow
+from .graph import Workflow
+from .model import WorkflowInfo, WorkflowRow, WorkflowState
+from .plan import plan
+
+if TYPE_CHECKING:
+    from ..client import AsyncClient
+
+
+def parse_workflow_id(workflow_id: UUID | str) -> UUID:
+    if isinstance(workflow_id, UUID):
+        return workflow_id
+    try:
+        return UUID(str(workflow_id))
+    except ValueError:
+        raise WorkflowNotFound(f"invalid workflow id {workflow_id!r}: expected a UUID") from None
+
+
+def _write(row: WorkflowRow) -> txn.Write:
+    return txn.Write(
+        lambda sql: pg_workflow_steps(sql, row), lambda conn: sqlite_insert_workflow(conn, row)
+    )
+
+
+async def prepare(client: AsyncClient, wf: Workflow) -> WorkflowRow:
+    """One run of ``wf``, checked and built (nothing written)."""
+    if not isinstance(wf, Workflow):
+        raise ConfigError(f"enqueue_workflow takes a taskq.Workflow, got {type(wf).__name__}")
+    await client.open()
+    known = await client._known([ref.step.actor for ref in wf.steps])
+    return plan(wf, client._builder, known)
+
+
+async def enqueue(client: AsyncClient, wf: Workflow, connection: Any) -> UUID:
+    row = await prepare(client, wf)
+    if connection is None:
+        await client.store.enqueue_workflow(row)
+    else:
+        await txn.write_async(client.store, connection, _write(row))
+    return row.id
+
+
+def enqueue_on(
+    store: Any, target: txn.Target, row: WorkflowRow, identity: Callable[[], txn.Identity]
+) -> UUID:
+    """``row`` on a sync caller's connection, in the calling thread (``Client``)."""
+    txn.write_sync(store, target, _write(row), identity)
+    return row.id
+
+
+async def get(client: AsyncClient, workflow_id: UUID | str) -> WorkflowInfo:
+    wanted = parse_workflow_id(workflow_id)
+    await client.open()
+    info = await client.store.get_workflow(wanted)
+    if info is None:
+        raise WorkflowNotFound(f"no workflow with id {workflow_id}")
+    return info
+
+
+async def cancel(client: AsyncClient, workflow_id: UUID | str, by: str) -> int:
+    wanted = parse_workflow_id(workflow_id)
+    await client.open()
+    moved = await client.store.cancel_workflow(wanted, by=by)
+    if moved is None:
+        raise WorkflowNotFound(f"no workflow with id {workflow_id}")
+    return moved
+
+
+async def listing(client: AsyncClient, state: str | None, limit: int) -> list[WorkflowInfo]:
+    if state is not None and state not in WorkflowState.__members__.values():
+        raise ConfigError(
+            f"unknown workflow state {state!r}: expected one of "
+            f"{', '.join(s.value for s in WorkflowState)}"
+        )
+    if limit < 1:
+        raise ConfigError("limit must be >= 1")
+    await client.open()
+    return await client.store.insight.list_workflows(state=state, limit=limit)
+
+
+async def wait(
+    client: AsyncClient, workflow_id: UUID | str, timeout: float, interval: float
+) -> WorkflowInfo:
+    deadline = time.monotonic() + timeout
+    while True:
+        info = await get(client, workflow_id)
+        if info.state != WorkflowState.RUNNING:
+            return info
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"workflow {info.id} still running after {timeout}s ({info.steps_left} of "
+                f"{info.step_count} steps not ended)"
+            )
+        await asyncio.sleep(interval)
