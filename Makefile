@@ -45,7 +45,7 @@ screenshots: $(STAMP)
 	  { echo "make screenshots needs Chromium: apt-get install -y chromium" >&2; exit 1; }
 	@dsn=$$($(PY) scripts/ensure_postgres.py) || exit 1; \
 	TASKQ_TEST_PG_DSN="$$dsn" TASKQ_SCREENSHOTS=$(CURDIR)/docs/img \
-	  $(PY) -m pytest tests/browser -q -k "sqlite and every_page"
+	  $(PY) -m pytest tests/browser -q -k "sqlite and (every_page or workflow_graph)"
 
 # Regenerates the generated sections of docs/ (the event list, ...) from the code that
 # declares them (scripts/gen_docs.py); tests/unit/test_docs_generated.py fails until they match.

@@ -111,6 +111,17 @@ async def act(request: Request) -> Response:
         results = await store.request_cancel(ids, by=f"dashboard:{caller}")
         count = sum(result is not CancelResult.FINISHED for result, _ in results.values())
         done = f"{count} job(s) cancelled or being stopped"
+    elif action == "cancel-workflow":  # its queued steps now, its running ones asked to stop
+        try:
+            workflow_id = UUID(str(form.get("workflow", "")))
+        except ValueError:
+            return _refuse(400, "no workflow id")
+        moved = await store.cancel_workflow(workflow_id, by=f"dashboard:{caller}")
+        if moved is None:
+            return _refuse(404, f"no workflow {workflow_id}")
+        count = moved
+        ids = [workflow_id]
+        done = f"workflow cancelled: {count} step(s) cancelled or being stopped"
     else:
         return _refuse(404, f"no action {action!r}")
     _log(

@@ -152,6 +152,8 @@ def create_app(settings: DashboardSettings, *, store: Store | None = None) -> St
         Route("/dead", pages.dead),
         Route("/workers", pages.workers),
         Route("/queues", pages.queues),
+        Route("/workflows", pages.workflows),
+        Route("/workflows/{workflow_id}", pages.workflow),
         Route("/actions/{action}", actions.act, methods=["POST"]),
         Route("/actions/queues/{name}/{action}", actions.queue_act, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

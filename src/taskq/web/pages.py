@@ -165,3 +165,44 @@ async def queues(request: Request) -> Response:
     ]
     infos.sort(key=lambda q: q.name)
     return _render(request, "queues.html", queues=infos, page="queues")
+
+
+#: the most steps a workflow's page lists (a run may hold 10,000)
+STEPS_LISTED = 500
+
+
+async def workflows(request: Request) -> Response:
+    from ..workflows.model import WorkflowState
+
+    state = _param(request, "state")
+    states = [s.value for s in WorkflowState]
+    found = await _insight(request).list_workflows(
+        state=state if state in states else None, limit=PAGE_SIZE
+    )
+    return _render(
+        request, "workflows.html", workflows=found, states=states, state=state, page="workflows"
+    )
+
+
+async def workflow(request: Request) -> Response:
+    from .graph import MAX_DRAWN, draw
+
+    try:
+        workflow_id = UUID(request.path_params["workflow_id"])
+    except ValueError:
+        return PlainTextResponse("not a workflow id\n", status_code=404)
+    found = await _store(request).get_workflow(workflow_id)
+    if found is None:
+        return _render(
+            request, "missing.html", what="workflow", job_id=workflow_id, page="workflows"
+        )
+    return _render(
+        request,
+        "workflow.html",
+        wf=found,
+        drawing=draw(found.steps),
+        max_drawn=MAX_DRAWN,
+        steps=found.steps[:STEPS_LISTED],
+        counts=found.counts(),
+        page="workflows",
+    )
