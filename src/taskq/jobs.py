@@ -274,6 +274,15 @@ class Outcome:
 
 
 @dataclass(frozen=True, slots=True)
+class NotedOutcome(Outcome):
+    """An outcome with a line to log once it is written (``worker.outcomes.announce``):
+    retries, deaths, dropped results. A field of its own class, so that the plain
+    successes of the hot path build no more than they did."""
+
+    note: tuple[Any, dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RescuedJob:
     """A job taken back from a dead runner, and what the crash rules did with it."""
 

@@ -167,13 +167,14 @@ JOB_RETRY_SCHEDULED = _e(
     "job-retry-scheduled",
     WARNING,
     "job actor attempt max_attempts delay error",
-    "an attempt raised and the job runs again after `delay` seconds",
+    "an attempt raised and the job runs again after `delay` seconds (logged once the "
+    "retry is written)",
 )
 JOB_DEAD = _e(
     "job-dead",
     WARNING,
     "job actor reason attempt error",
-    "the job ended dead (`reason`: its dead reason)",
+    "the job ended dead (`reason`: its dead reason), logged once that is written",
     Count("jobs_dead_lettered", ("actor", "reason")),
 )
 JOB_RESULT_DROPPED = _e(
@@ -226,6 +227,15 @@ ACKS_NOT_WRITTEN = _e(
     ERROR,
     "outcomes give_backs note",
     "the acker stopped with outcomes it could not write; their leases expire and they are rescued",
+)
+JOB_END_NOT_WRITTEN = _e(
+    "job-end-not-written",
+    WARNING,
+    "job actor outcome reason why",
+    "a run's end (`outcome`: retry, dead, succeeded) was not written, so it is not logged "
+    "as `job-retry-scheduled` / `job-dead` / `job-result-dropped`: fenced out (the crash "
+    "rules ended the run first) or the worker stopped before the store answered; the "
+    "store's state stands (`why`)",
 )
 ACKS_FENCED_OUT = _e(
     "acks-fenced-out",

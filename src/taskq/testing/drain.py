@@ -29,6 +29,7 @@ from ..ids import uuid7
 from ..jobs import ClaimedJob, Job, Outcome, WorkerInfo
 from ..registry import Registry
 from ..store import Store
+from ..worker.outcomes import announce
 from ..worker.runners import Executor
 from ..worker.threads import ThreadRunner
 
@@ -142,6 +143,7 @@ async def _run_one(store: Store, executor: Executor, worker_id: UUID, job: Claim
         await store.complete_fanout(worker_id, outcome, outcome.added)
     else:
         await store.complete(worker_id, [outcome])
+    announce([outcome])  # its end is logged once written, as a worker's acker does
     after = await store.get_job(job.id)
     assert after is not None  # nothing deletes a job between its run and this read
     return Ran(

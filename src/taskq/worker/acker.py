@@ -14,6 +14,11 @@ nothing.
 It stops after the consumers (their last outcomes go with it): ``stop`` makes it write
 what is left, retrying through an outage, for at most ``stop_timeout`` seconds; what
 could not be written is logged (``acks-not-written``) and left to the sweeper.
+
+A job's end is logged after its outcome is written, never before (``outcomes.announce``):
+a worker that dies with outcomes in hand leaves no line that the store contradicts. A
+batch that changed fewer rows than it had outcomes is checked job by job; an outcome the
+store did not take is logged as ``job-end-not-written``.
 """
 
 from __future__ import annotations
@@ -23,15 +28,19 @@ from uuid import UUID
 
 from ..events import ACKS_FENCED_OUT, ACKS_NOT_WRITTEN
 from ..exceptions import StoreError
-from ..jobs import ClaimedJob, Outcome
+from ..jobs import ClaimedJob, NotedOutcome, Outcome
 from ..logs import get_logger
 from ..store import Store
 from .outage import StoreBackoff
+from .outcomes import announce, not_written, was_written
 
 log = get_logger(__name__)
 
 
 FLUSH_TIMEOUT = 10.0  # seconds the last acknowledgements get at shutdown
+#: why an outcome's end was not logged as such (``job-end-not-written``)
+FENCED_OUT = "fenced out: the job's lease was taken over and the crash rules ended this run"
+NOT_ANSWERED = "the store did not answer before the worker stopped: the crash rules decide"
 
 
 class Acker:
@@ -53,6 +62,11 @@ class Acker:
         self._backoff = StoreBackoff("acker")
         self.batches_written = 0
         self.fenced_out = 0
+
+    @property
+    def in_outage(self) -> bool:
+        """True while its writes fail (the store does not answer)."""
+        return self._backoff.in_outage
 
     @property
     def pending(self) -> int:
@@ -91,6 +105,21 @@ class Acker:
                     give_backs=len(self._give_backs),
                     note="their leases will expire and the sweeper will rescue them",
                 )
+                not_written(self._outcomes, NOT_ANSWERED)
+
+    async def _announce_checked(self, outcomes: list[Outcome]) -> None:
+        """Some of a batch were fenced out: log the noted ones as the store shows them."""
+        for outcome in outcomes:
+            if not isinstance(outcome, NotedOutcome) or outcome.note is None:
+                continue
+            try:
+                written = was_written(outcome, await self._store.get_job(outcome.job_id))
+            except StoreError:
+                written = False
+            if written:
+                announce([outcome])
+            else:
+                not_written([outcome], FENCED_OUT)
 
     async def _write_until_stopped(self) -> None:
         while True:
@@ -117,11 +146,19 @@ class Acker:
                 changed = await self._store.complete_fanout(self._worker_id, outcome, outcome.added)
                 del self._fanouts[0]
                 fenced_out += 1 - changed
+                if changed:
+                    announce([outcome])
+                else:
+                    await self._announce_checked([outcome])
             if self._outcomes:
                 outcomes = self._outcomes[: self.max_batch]
                 changed = await self._store.complete(self._worker_id, outcomes)
                 del self._outcomes[: len(outcomes)]
                 fenced_out += len(outcomes) - changed
+                if changed == len(outcomes):
+                    announce(outcomes)
+                else:
+                    await self._announce_checked(outcomes)
             if fenced_out:
                 self.fenced_out += fenced_out
                 log.event(

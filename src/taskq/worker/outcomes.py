@@ -12,21 +12,48 @@
   ``max_snoozes`` -> ``dead/snoozed_too_often``;
 * no such actor here -> ``dead/unknown_actor``; an undecodable payload ->
   ``dead/undecodable``.
+
+What is logged is what is stored: an outcome that ends a job in a way worth a line
+(``job-retry-scheduled``, ``job-dead``, ``job-result-dropped``) carries that line as its
+``note``, and the acker logs it (``announce``) only once the outcome is written. An
+outcome the store did not take (fenced out: the job's lease was taken over and the crash
+rules ended its run; or the worker stopped before the store answered) is logged as
+``job-end-not-written`` instead (``not_written``): the store's state stands, and whoever
+applied the crash rules logged it (``job-rescued``, ``workgroup-jobs-rescued``).
 """
 
 from __future__ import annotations
 
 import random
 import traceback
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..events import JOB_DEAD, JOB_RESULT_DROPPED, JOB_RETRY_SCHEDULED
-from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
+from ..events import (
+    JOB_DEAD,
+    JOB_END_NOT_WRITTEN,
+    JOB_RESULT_DROPPED,
+    JOB_RETRY_SCHEDULED,
+    Event,
+)
+from ..jobs import ClaimedJob, DeadReason, Job, JobState, NotedOutcome, Outcome, OutcomeKind
 from ..logs import get_logger
 from ..payload import encode_result
 from ..registry import RetryBackoff
 
 log = get_logger(__name__)
+
+
+class _Later:
+    """``later.event(EVENT, **fields)``: a line to log once the outcome is written; the
+    call has ``log.event``'s shape (and is checked like it: tests/unit/test_events.py)."""
+
+    @staticmethod
+    def event(event: Event, **fields: Any) -> tuple[Event, dict[str, Any]]:
+        return event, fields
+
+
+later = _Later()
 
 ERROR_MAX_CHARS = 4000
 RESULT_DROPPED_NOTE = "result dropped"  # how last_error of a succeeded job starts
@@ -84,9 +111,12 @@ def result_dropped(job: ClaimedJob, why: str) -> Outcome:
             f"UnstorableResult: {why} (a workflow step's result goes to the steps after it: "
             "the limit is the worker's result_max_bytes)",
         )
-    log.event(JOB_RESULT_DROPPED, job=str(job.id), actor=job.actor, error=why)
-    return Outcome(
-        job.id, job.attempt, OutcomeKind.SUCCEEDED, error=f"{RESULT_DROPPED_NOTE}: {why}"
+    return NotedOutcome(
+        job.id,
+        job.attempt,
+        OutcomeKind.SUCCEEDED,
+        error=f"{RESULT_DROPPED_NOTE}: {why}",
+        note=later.event(JOB_RESULT_DROPPED, job=str(job.id), actor=job.actor, error=why),
     )
 
 
@@ -94,7 +124,7 @@ def failed(job: ClaimedJob, error: str, backoff: RetryBackoff) -> Outcome:
     """A clean failure (exception, timeout): retry with full jitter or give up."""
     if job.attempt < job.max_attempts:
         delay = random.random() * backoff.ceiling(job.attempt)
-        log.event(
+        note = later.event(
             JOB_RETRY_SCHEDULED,
             job=str(job.id),
             actor=job.actor,
@@ -103,7 +133,9 @@ def failed(job: ClaimedJob, error: str, backoff: RetryBackoff) -> Outcome:
             delay=round(delay, 3),
             error=error.splitlines()[0] if error else None,
         )
-        return Outcome(job.id, job.attempt, OutcomeKind.RETRY, error=error, retry_delay=delay)
+        return NotedOutcome(
+            job.id, job.attempt, OutcomeKind.RETRY, error=error, retry_delay=delay, note=note
+        )
     return dead(job, DeadReason.FAILED, error)
 
 
@@ -120,7 +152,7 @@ def snoozed(job: ClaimedJob, seconds: float, max_snoozes: int) -> Outcome:
 
 
 def dead(job: ClaimedJob, reason: str, error: str) -> Outcome:
-    log.event(
+    note = later.event(
         JOB_DEAD,
         job=str(job.id),
         actor=job.actor,
@@ -128,7 +160,9 @@ def dead(job: ClaimedJob, reason: str, error: str) -> Outcome:
         attempt=job.attempt,
         error=error.splitlines()[0] if error else None,
     )
-    return Outcome(job.id, job.attempt, OutcomeKind.DEAD, error=error, dead_reason=reason)
+    return NotedOutcome(
+        job.id, job.attempt, OutcomeKind.DEAD, error=error, dead_reason=reason, note=note
+    )
 
 
 def cancelled(job: ClaimedJob, note: str | None = None) -> Outcome:
@@ -141,3 +175,46 @@ def crashed(job: ClaimedJob, cause: str, *, blamed: bool) -> Outcome:
     """The process running the job died: the store applies the crash rules. ``blamed``:
     the death points at this job (taskq.blame), so it counts toward poison."""
     return Outcome(job.id, job.attempt, OutcomeKind.CRASHED, error=cause, blamed=blamed)
+
+
+def announce(outcomes: Sequence[Outcome]) -> None:
+    """The outcomes were written: log what each one's note says (counting its metric)."""
+    for outcome in [o for o in outcomes if o.__class__ is NotedOutcome]:  # the few
+        if outcome.note is not None:
+            event, fields = outcome.note
+            log.event(event, **fields)
+
+
+#: the state a written outcome leaves its job in
+_WRITTEN_STATE = {
+    OutcomeKind.SUCCEEDED: JobState.SUCCEEDED,
+    OutcomeKind.RETRY: JobState.QUEUED,
+    OutcomeKind.DEAD: JobState.DEAD,
+}
+
+
+def was_written(outcome: Outcome, job: Job | None) -> bool:
+    """Does ``job``, read after a write that changed fewer rows than it had outcomes,
+    show ``outcome`` (a noted one: succeeded, retry or dead)?"""
+    return (
+        job is not None
+        and job.attempts == outcome.attempt
+        and job.state == _WRITTEN_STATE.get(outcome.kind)
+        and (outcome.kind is not OutcomeKind.DEAD or job.dead_reason == outcome.dead_reason)
+    )
+
+
+def not_written(outcomes: Iterable[Outcome], why: str) -> None:
+    """The store did not take these outcomes: say so for each one that would have been
+    logged, instead of its note."""
+    for outcome in outcomes:
+        if isinstance(outcome, NotedOutcome) and outcome.note is not None:
+            _, fields = outcome.note
+            log.event(
+                JOB_END_NOT_WRITTEN,
+                job=fields["job"],
+                actor=fields["actor"],
+                outcome=outcome.kind.value,
+                reason=outcome.dead_reason,
+                why=why,
+            )
