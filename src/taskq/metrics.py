@@ -311,6 +311,11 @@ limit_waits = Counter(
     registry=WORKER,
 )
 loop_lag = Gauge("taskq_loop_lag_seconds", "Last measured event-loop lag.", registry=WORKER)
+wake_relay_lost = Counter(
+    "taskq_wake_relay_lost",
+    "Times this workgroup child lost its supervisor's wake-up relay and fell back to polling.",
+    registry=WORKER,
+)
 
 # -- worker: the CPU process pool (ring 2) --------------------------------------------
 process_pool_breaks = Counter(
@@ -356,6 +361,11 @@ workgroup_child_restarts = Counter(
 workgroup_children_latched = Gauge(
     "taskq_workgroup_children_latched",
     "Children given up on after the burst limit.",
+    registry=WORKGROUP,
+)
+workgroup_wake_relay_listening = Gauge(
+    "taskq_workgroup_wake_relay_listening",
+    "1 while the supervisor's one LISTEN connection for the host (TASKQ_PG_DSN_DIRECT) is up.",
     registry=WORKGROUP,
 )
 workgroup_child_scrape_ok = Gauge(

@@ -268,6 +268,32 @@ STORE_LISTEN_FAILED = _e(
     "LISTEN could not be set up; the worker polls until it can",
 )
 
+# -- wake-ups: the host's one LISTEN connection, relayed by the workgroup supervisor ---------
+_e = declare("wake-ups")
+WAKE_RELAY_LISTENING = _e(
+    "wake-relay-listening",
+    INFO,
+    "dsn schema children",
+    "the workgroup supervisor LISTENs for the whole host on `TASKQ_PG_DSN_DIRECT` (one "
+    "connection) and hands new-job and cancel notifications down to its children; logged "
+    "at start and again after each outage of that connection",
+)
+WAKE_RELAY_LISTEN_FAILED = _e(
+    "wake-relay-listen-failed",
+    WARNING,
+    "dsn error",
+    "the supervisor's LISTEN connection cannot be opened or broke: its children poll (every "
+    "`poll_interval`) until it is back (once per outage)",
+)
+WAKE_RELAY_LOST = _e(
+    "wake-relay-lost",
+    WARNING,
+    "error note",
+    "a workgroup child lost its supervisor's wake-up relay (the supervisor is gone): it polls "
+    "for new jobs every `poll_interval` and for cancels every second from now on",
+    Count("wake_relay_lost"),
+)
+
 # -- maintenance: rescue, prune, vacuum, schedules -----------------------------------------
 _e = declare("maintenance")
 JOBS_PRUNED = _e(

@@ -3,9 +3,15 @@ Postgres and a SQLite engine behind them (``store.postgres``, ``store.sqlite``).
 
 from __future__ import annotations
 
-from ..settings import StoreSettings, resolve, sqlite_path
+from typing import TYPE_CHECKING
+
+from ..exceptions import InvalidDSN
+from ..settings import StoreSettings, redact, resolve, sqlite_path
 from .base import Store
 from .insight import Insight
+
+if TYPE_CHECKING:
+    from .postgres.notices import Notices
 
 
 def create_store(dsn: str | None = None, schema: str | None = None) -> Store:
@@ -20,4 +26,16 @@ def create_store(dsn: str | None = None, schema: str | None = None) -> Store:
     return SqliteStore(sqlite_path(settings.dsn))
 
 
-__all__ = ["Insight", "Store", "create_store"]
+def host_notices(dsn: str, schema: str | None = None) -> Notices:
+    """The new-job and cancel notifications of a Postgres schema on one LISTEN connection
+    of their own (a workgroup's wake-up relay). ``dsn`` must reach Postgres itself, not a
+    transaction pooler. Raises InvalidDSN / ConfigError (a SQLite DSN: nothing to hear)."""
+    settings = resolve(dsn, schema)
+    if settings.kind != "postgres":
+        raise InvalidDSN(f"{redact(dsn)!r} is not a Postgres DSN: there is nothing to LISTEN to")
+    from .postgres.notices import Notices
+
+    return Notices(settings.dsn, settings.schema)
+
+
+__all__ = ["Insight", "Store", "create_store", "host_notices"]

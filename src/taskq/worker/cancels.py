@@ -3,9 +3,9 @@
 ``client.cancel(id)`` on a running job marks it in the store (``cancelled_at``,
 ``cancelled_by``) and, on Postgres, announces it (NOTIFY). The ``CancelWatcher`` part
 asks the store which of this worker's running jobs have a cancel requested: at once
-when a notification arrives, and every ``poll`` seconds while jobs run (the only way on
-SQLite, the fallback on Postgres). ``Cancels`` then stops each such run the way its
-runner can be stopped:
+when a notification arrives (its own LISTEN, or the workgroup supervisor's relay), and
+every ``poll`` seconds while jobs run (the only way on SQLite, the fallback on
+Postgres). ``Cancels`` then stops each such run the way its runner can be stopped:
 
 * async: the consumer task awaiting it is cancelled; the job's ``CancelledError`` may
   run cleanup, and if it is still running ``grace`` seconds later it is cancelled again
@@ -33,6 +33,7 @@ from ..exceptions import StoreError
 from ..jobs import ClaimedJob
 from ..logs import get_logger
 from ..store import Store
+from ..wakeups import Wakeups
 from .outage import StoreBackoff
 from .part import Stoppable, StopSignal
 
@@ -140,9 +141,16 @@ class CancelWatcher(Stoppable):
     stop_timeout = 5.0  # a query or a listen in hand
 
     def __init__(
-        self, store: Store, worker_id: UUID, cancels: Cancels, *, poll: float | None = None
+        self,
+        store: Store,
+        worker_id: UUID,
+        cancels: Cancels,
+        *,
+        poll: float | None = None,
+        wakeups: Wakeups | None = None,
     ) -> None:
         self._store = store
+        self._wakeups: Wakeups = store if wakeups is None else wakeups
         self._worker_id = worker_id
         self._cancels = cancels
         self._poll = poll if poll is not None else POLL.get(store.kind, 0.5)
@@ -168,7 +176,7 @@ class CancelWatcher(Stoppable):
     async def _wait(self) -> None:
         """Until a notification, the poll interval, or stop(). A listener that fails
         (the store is down) is backed off on, the outage logged once."""
-        waiter = asyncio.ensure_future(self._store.wait_for_cancels(self._poll))
+        waiter = asyncio.ensure_future(self._wakeups.wait_for_cancels(self._poll))
         stopped = asyncio.ensure_future(self._stopped.wait())
         try:
             done, _ = await asyncio.wait({waiter, stopped}, return_when=asyncio.FIRST_COMPLETED)

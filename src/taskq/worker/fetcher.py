@@ -3,8 +3,9 @@
 Loop: wait until a consumer is free; claim up to ``buffer.free`` due jobs in one call;
 hand them to the consumers. A full batch means there may be more: claim again as soon
 as there is room. A short batch means the queue is drained: wait for
-``store.wait_for_jobs`` (LISTEN/NOTIFY on Postgres) or ``poll_interval``, whichever
-comes first (delayed jobs and retries become due without a notification).
+``wait_for_jobs`` (LISTEN/NOTIFY on Postgres; in a workgroup with ``TASKQ_PG_DSN_DIRECT``,
+the supervisor's relay, ``worker/relay.py``) or ``poll_interval``, whichever comes first
+(delayed jobs and retries become due without a notification).
 
 The fetcher is the first part to stop. It is not cancelled in the middle of a claim (a
 claim that committed but was never received would leave jobs running under this worker
@@ -27,6 +28,7 @@ from ..exceptions import StoreError
 from ..jobs import ClaimedJob
 from ..logs import get_logger
 from ..store import Store
+from ..wakeups import Wakeups
 from .buffer import JobBuffer
 from .outage import StoreBackoff
 from .part import Stoppable, StopSignal
@@ -52,8 +54,10 @@ class Fetcher(Stoppable):
         poll_interval: float,
         excluded_actors: Callable[[], Sequence[str]] = tuple,
         can_claim: Callable[[], bool] = lambda: True,
+        wakeups: Wakeups | None = None,
     ) -> None:
         self._store = store
+        self._wakeups: Wakeups = store if wakeups is None else wakeups
         self._worker_id = worker_id
         self._queues = list(queues)
         self._buffer = buffer
@@ -72,7 +76,7 @@ class Fetcher(Stoppable):
         """Open the wake-up channel (Postgres: LISTEN) before the first claim: a job
         enqueued between that claim and the first wait still wakes the fetcher."""
         try:
-            await self._store.wait_for_jobs(self._queues, 0.0)
+            await self._wakeups.wait_for_jobs(self._queues, 0.0)
         except StoreError:
             pass  # the claim loop backs off through the outage
 
@@ -129,7 +133,7 @@ class Fetcher(Stoppable):
     async def _wait_for_jobs(self) -> None:
         try:
             await self._until(
-                self._store.wait_for_jobs(self._queues, self._poll_interval),
+                self._wakeups.wait_for_jobs(self._queues, self._poll_interval),
                 timeout=self._poll_interval + 1.0,
             )
         except StoreError as exc:

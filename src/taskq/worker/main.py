@@ -14,6 +14,9 @@ returns the exit code (``taskq.exit_codes``):
 With ``TASKQ_RELOAD_INTERVAL`` (seconds) the worker also re-reads ``TASKQ_DSN_FILE`` that
 often and reloads its credentials when the file changed, as on SIGHUP.
 
+A workgroup child given the read end of its supervisor's wake-up relay (``TASKQ_WAKE_FD``,
+``taskq.wakeups``) waits on it instead of LISTENing itself (``worker/relay.py``).
+
 Middleware for the process comes from ``TASKQ_WORKER_MIDDLEWARE`` (comma-separated
 ``MODULE:ATTR``) in addition to ``config.middleware``.
 """
@@ -25,7 +28,7 @@ import dataclasses
 import os
 import sys
 
-from .. import exit_codes, logs, parentdeath, settings
+from .. import exit_codes, logs, parentdeath, settings, wakeups
 from ..events import WORKER_CANNOT_START
 from ..exceptions import TaskqError
 from ..logs import get_logger
@@ -62,7 +65,8 @@ def run(config: WorkerConfig) -> int:
 
 async def _main(config: WorkerConfig, parent: int) -> int:
     interval = settings.reload_interval()  # a bad value stops the start, with one line
-    worker = Worker(config)
+    # a workgroup child whose supervisor relays the host's LISTEN connection
+    worker = Worker(config, wake_fd=wakeups.take_fd())
     loop = asyncio.get_running_loop()
     remove = signals.install(loop, on_stop=worker.request_stop, on_reload=worker.request_reload)
     watchers: list[asyncio.Task[None]] = []

@@ -14,6 +14,8 @@ the fetcher's connections open (``store.warm_up``), then start the parts (``part
     lag-monitor
     threads    sync actors
     cpu-pool   cpu_bound actors (a process pool only when the registry has some)
+    wake-relay the workgroup supervisor's relayed wake-ups (only in a workgroup child
+               whose supervisor holds the host's LISTEN connection: worker/relay.py)
     cancel-watcher  stops the running jobs whose cancel was requested (worker/cancels.py)
     consumers  the task supervisor and its consumers
     fetcher    claims
@@ -69,6 +71,7 @@ from ..registry import Registry, load_registry
 from ..restart import RestartPolicy
 from ..settings import dsn_kind, read_dsn_file, redact
 from ..store import Store, create_store
+from ..wakeups import Wakeups
 from .acker import Acker
 from .buffer import JobBuffer
 from .cancels import Cancels, CancelWatcher
@@ -81,6 +84,7 @@ from .heartbeat import Heartbeat
 from .lag import LagMonitor
 from .middleware import MiddlewareChain, load_middleware
 from .part import Ended, Part, Parts, PartState
+from .relay import RelayedWakeups
 from .runners import Executor
 from .solo import Solo
 from .supervisor import TaskSupervisor
@@ -123,8 +127,10 @@ class Worker:
         registry: Registry | None = None,
         middleware: Sequence[Middleware] = (),
         restart_policy: Callable[[], RestartPolicy] = RestartPolicy,
+        wake_fd: int | None = None,
     ) -> None:
         config.validate(name=str)  # in Python: the fields' own names
+        self._wake_fd = wake_fd  # the read end of the workgroup supervisor's wake-up relay
         self._restart_policy = restart_policy
         self.config = config
         self.id = uuid7()
@@ -258,7 +264,9 @@ class Worker:
             # the fetcher's connections (Postgres: claims, LISTEN) open while the schema
             # and the actor configs are checked, and its start and first claim find them
             # open; nothing is claimed before the checks and the worker row, as ever
-            channel = asyncio.ensure_future(store.warm_up())
+            # (a relayed child opens no LISTEN connection: it warms nothing up)
+            if self._wake_fd is None:
+                channel = asyncio.ensure_future(store.warm_up())
             await store.check_schema()
             await self._check_actor_configs(store, registry)
             return await self._serve(store, hb_store, registry, middleware)
@@ -303,6 +311,8 @@ class Worker:
             config, needed=any(a.cpu_bound and a.queue in self.queues for a in registry)
         )
         cancels = Cancels()
+        relay = [] if self._wake_fd is None else [RelayedWakeups(self._wake_fd)]
+        wakeups: Wakeups = relay[0] if relay else store
         solo = Solo()  # jobs blamed for a shared death re-run with nothing beside them
         chain = MiddlewareChain(middleware)
         executor = Executor(
@@ -354,6 +364,7 @@ class Worker:
                 and not heartbeat.in_outage
                 and solo.claiming_allowed
             ),
+            wakeups=wakeups,
         )
         return [
             HealthServer(
@@ -381,7 +392,8 @@ class Worker:
             LagMonitor(self._running_actors),
             threads,
             cpu,
-            CancelWatcher(store, self.id, cancels),  # runs until the consumers are done
+            *relay,  # the supervisor's wake-ups (a workgroup child with TASKQ_PG_DSN_DIRECT)
+            CancelWatcher(store, self.id, cancels, wakeups=wakeups),  # until the consumers end
             supervisor,
             self.fetcher,  # no claims once a stop is asked for
             # the first to stop: no periodic tick is enqueued once shutdown began

@@ -24,6 +24,7 @@ from .. import options, redaction
 from ..events import WORKER_CANNOT_START, WORKER_STARTED
 from ..parentdeath import SUPERVISOR_PID_ENV
 from ..restart import RestartPolicy
+from ..wakeups import WAKE_FD_ENV
 from ..worker.config import WorkerConfig
 from .config import SupervisorConfig, WorkerSpec, health_socket_path
 
@@ -136,23 +137,34 @@ class Child:
     def latched(self) -> bool:
         return self.state is ChildState.LATCHED
 
-    async def spawn(self) -> asyncio.subprocess.Process:
-        """Start a fresh process; raises ``OSError`` when it cannot be started at all."""
+    async def spawn(self, wake_fd: int | None = None) -> asyncio.subprocess.Process:
+        """Start a fresh process; raises ``OSError`` when it cannot be started at all.
+        ``wake_fd``: the read end of its wake-up relay pipe (``workgroup/relay.py``),
+        passed to the child as ``TASKQ_WAKE_FD`` and closed here (started or not)."""
+        env = self.command.env
+        pass_fds: tuple[int, ...] = ()
+        if wake_fd is not None:
+            env, pass_fds = {**env, WAKE_FD_ENV: str(wake_fd)}, (wake_fd,)
         try:
             os.unlink(self.command.socket_path)  # a SIGKILLed predecessor's socket
         except FileNotFoundError:
             pass
         except OSError:
             pass  # the child reports it if the path is really unusable
-        process = await asyncio.create_subprocess_exec(
-            *self.command.argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self.command.env,
-            process_group=0,
-            limit=PIPE_LIMIT,
-        )
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *self.command.argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                pass_fds=pass_fds,
+                process_group=0,
+                limit=PIPE_LIMIT,
+            )
+        finally:
+            for fd in pass_fds:  # the child has its own copy now
+                os.close(fd)
         self.process = process
         self.pid = process.pid
         self.started_at = time.monotonic()

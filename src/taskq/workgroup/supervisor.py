@@ -54,13 +54,14 @@ from ..exceptions import TaskqError, WorkgroupStartError
 from ..ids import uuid7
 from ..logs import get_logger
 from ..restart import Recovered, RestartPolicy
-from ..settings import HEALTH_DSN_ENV, env_dsn, env_setting
-from ..store import Store, create_store
+from ..settings import DEFAULT_SCHEMA, HEALTH_DSN_ENV, dsn_kind, env_dsn, env_setting
+from ..store import Store, create_store, host_notices
 from . import health, oom
 from .child import PIPE_LIMIT, Child, ChildState, build_command, describe_exit, exit_fields
 from .config import WorkgroupConfig
 from .http import NOT_READY, SHUTTING_DOWN, StatusServer
 from .pumps import pump
+from .relay import WakeRelay
 from .reporter import FleetReporter
 from .validate import warnings_for
 
@@ -137,6 +138,8 @@ class Supervisor:
             for spec in config.workers
         ]
         self.store: Store | None = None
+        #: the host's one LISTEN connection, relayed to the children (TASKQ_PG_DSN_DIRECT)
+        self.relay: WakeRelay | None = None
         self._http = StatusServer(
             status=self.status, ready=self.readiness, children=self._child_sockets
         )
@@ -215,6 +218,7 @@ class Supervisor:
             if install_signal_handlers:
                 handled = self._install_signal_handlers(loop)
             await self._open_store(required=self.config.health_enabled)
+            self.relay = self._wake_relay()
             if self.config.supervisor.http_port is not None:
                 try:
                     port = await self._http.start(self.config.supervisor.http_port, self._http_host)
@@ -246,6 +250,12 @@ class Supervisor:
                 ]
                 group.create_task(self._shutdown_on_stop(lifecycles), name="workgroup-shutdown")
                 group.create_task(self._reporter().run(self._stop), name="workgroup-report")
+                if self.relay is not None:
+                    await self.relay.start()
+                    group.create_task(self.relay.run(), name="workgroup-wake-relay")
+                    group.create_task(
+                        self._stop_relay_after(lifecycles), name="workgroup-wake-relay-stop"
+                    )
         finally:
             for sig in handled:
                 loop.remove_signal_handler(sig)
@@ -328,6 +338,27 @@ class Supervisor:
         dsn = direct or env_dsn(self._env)
         return dsn, sup.health_pg_schema or env_setting("TASKQ_SCHEMA", self._env)
 
+    def _wake_relay(self) -> WakeRelay | None:
+        """The relay of the host's one LISTEN connection, when the children run on
+        Postgres and ``TASKQ_PG_DSN_DIRECT`` (in their environment) reaches it directly."""
+        env = os.environ if self._env is None else self._env
+        direct = env.get(HEALTH_DSN_ENV) or None
+        children_dsn = env_dsn(env)
+        if direct is None or children_dsn is None or dsn_kind(children_dsn) != "postgres":
+            return None
+        schema = env_setting("TASKQ_SCHEMA", env) or DEFAULT_SCHEMA
+        try:
+            return WakeRelay(host_notices(direct, schema))
+        except TaskqError as exc:
+            raise WorkgroupStartError(f"{HEALTH_DSN_ENV}: {exc.message}") from None
+
+    async def _stop_relay_after(self, lifecycles: list[asyncio.Task[None]]) -> None:
+        """Stop the relay once every child's lifecycle ended (a child in its shutdown
+        grace still hears of cancels)."""
+        await asyncio.wait(lifecycles)
+        if self.relay is not None:
+            self.relay.stop()
+
     async def _open_store(self, *, required: bool) -> None:
         try:
             store = create_store(*self._store_settings())
@@ -369,8 +400,10 @@ class Supervisor:
     async def _supervise(self, child: Child) -> None:
         """The lifecycle of one child, until shutdown or latch."""
         while not self.stopping:
+            relay = self.relay
+            wake_fd = None if relay is None else relay.attach(child.name, child.spec.queues)
             try:
-                process = await child.spawn()
+                process = await child.spawn(wake_fd)
             except OSError as exc:
                 reason = "spawn_failed"
                 cause = f"spawn failed: {exc.strerror or exc}"
@@ -395,6 +428,8 @@ class Supervisor:
                     child.state = ChildState.STOPPING
                     child.send(signal.SIGTERM)
                 reason, cause = await self._run_incarnation(child, process)
+            if relay is not None:
+                relay.detach(child.name)  # its process is gone
             if self.stopping:
                 return
             decision = child.policy.on_failure()
