@@ -42,6 +42,15 @@ def add_dashboard(sub: args.Subparsers) -> None:
         action="store_true",
         help="enable retry/discard/cancel and queue controls (needs TASKQ_DASHBOARD_TOKEN)",
     )
+    dash.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        dest="allowed_hosts",
+        help="a host name the dashboard answers to besides its address and localhost (the "
+        "name a reverse proxy or a browser uses), repeatable",
+    )
 
 
 def cmd_migrate(ns: argparse.Namespace) -> int:
@@ -102,5 +111,10 @@ def cmd_dashboard(ns: argparse.Namespace) -> int:
     if not 0 <= ns.port <= 65535:
         raise TaskqError(f"--port {ns.port} is not a port number")
     return serve(
-        host=ns.host, port=ns.port, allow_actions=ns.allow_actions, dsn=ns.dsn, schema=ns.schema
+        host=ns.host,
+        port=ns.port,
+        allow_actions=ns.allow_actions,
+        dsn=ns.dsn,
+        schema=ns.schema,
+        allowed_hosts=tuple(ns.allowed_hosts),
     )

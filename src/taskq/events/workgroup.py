@@ -169,13 +169,31 @@ WORKGROUP_CHILD_METRICS_UNREADABLE = _e(
 # -- the dashboard -----------------------------------------------------------------------
 _e = declare("dashboard")
 DASHBOARD_LISTENING = _e(
-    "dashboard-listening", INFO, "url actions auth", "`taskq dashboard` serves"
+    "dashboard-listening",
+    INFO,
+    "url actions auth hosts",
+    "`taskq dashboard` is bound and serves; `hosts` are the host names it answers to",
 )
 DASHBOARD_UNAUTHENTICATED = _e(
     "dashboard-unauthenticated",
     WARNING,
     "host detail",
     "the dashboard listens beyond localhost without a token",
+)
+DASHBOARD_AUTH_FAILED = _e(
+    "dashboard-auth-failed",
+    WARNING,
+    "client user scheme limit window",
+    "a wrong dashboard token (never logged) from `client`; once per burst: the first of "
+    "failures less than `window` seconds apart; after `limit` of them within `window` the "
+    "client is answered 429",
+)
+DASHBOARD_ACTION_REFUSED = _e(
+    "dashboard-action-refused",
+    WARNING,
+    "client who origin why",
+    "an action was refused: it did not come from the dashboard's own pages (`origin`: the "
+    "request's Origin or Referer) or its CSRF token was not minted for this session and user",
 )
 DASHBOARD_ACTION = _e(
     "dashboard-action",

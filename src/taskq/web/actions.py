@@ -9,6 +9,7 @@ to, with the outcome in ``done``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlencode
 from uuid import UUID
@@ -17,13 +18,14 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
-from ..events import DASHBOARD_ACTION
+from ..events import DASHBOARD_ACTION, DASHBOARD_ACTION_REFUSED
 from ..exceptions import TaskqError
 from ..insight import JobFilter
 from ..jobs import CancelResult
 from ..logs import get_logger
 from ..store import Store
-from .security import CSRF_FIELD, CSRF_HEADER, csrf_ok
+from ..validation import check_text
+from . import csrf
 
 log = get_logger(__name__)
 
@@ -42,18 +44,42 @@ async def _checked(request: Request) -> tuple[FormData, str] | Response:
     caller = getattr(request.state, "who", None)
     if caller is None or caller == "anonymous":
         return _refuse(401, "actions need TASKQ_DASHBOARD_TOKEN")
+    why = csrf.same_origin(request)
+    if why is not None:
+        _refused(request, caller, why)
+        return _refuse(403, f"refused: {why}; act from the dashboard's own pages")
     form = await request.form()
-    submitted = form.get(CSRF_FIELD) or request.headers.get(CSRF_HEADER)
-    if not csrf_ok(request, submitted if isinstance(submitted, str) else None):
+    submitted = form.get(csrf.CSRF_FIELD) or request.headers.get(csrf.CSRF_HEADER)
+    if not csrf.token_ok(
+        request.app.state.secret,
+        csrf.session_of(request),
+        caller,
+        submitted if isinstance(submitted, str) else None,
+    ):
+        _refused(request, caller, "a CSRF token not minted for this session and user")
         return _refuse(403, "CSRF check failed: reload the page and try again")
     return form, caller
 
 
+def _refused(request: Request, caller: str, why: str) -> None:
+    origin = request.headers.get("origin") or request.headers.get("referer")
+    log.event(
+        DASHBOARD_ACTION_REFUSED,
+        client=request.client.host if request.client else None,
+        who=caller,
+        origin=origin[:200] if origin else None,
+        why=why,
+    )
+
+
+_NEXT = re.compile(r"^/(?![/\\])[^\s\\]*$")
+
+
 def _back(form: FormData, done: str) -> Response:
+    """Back to the form's ``next``: a path on this site (never ``//host`` or ``/\\host``,
+    which a browser takes for another site), else the overview."""
     target = form.get("next")
-    path = target if isinstance(target, str) and target.startswith("/") else "/"
-    if path.startswith("//"):
-        path = "/"
+    path = target if isinstance(target, str) and _NEXT.match(target) else "/"
     sep = "&" if "?" in path else "?"
     return RedirectResponse(f"{path}{sep}{urlencode({'done': done})}", status_code=303)
 
@@ -94,7 +120,7 @@ async def act(request: Request) -> Response:
     ids = _ids(form)
     every = form.get("all") == "dead"
     queue = form.get("queue") or None
-    queue = queue if isinstance(queue, str) else None
+    queue = check_text(queue, "queue") if isinstance(queue, str) else None
     if action == "retry":
         if every:
             count = await store.retry_all_dead()

@@ -1,35 +1,32 @@
-"""The dashboard's Starlette application: settings, the store, auth, rendering, routes.
+"""The dashboard's Starlette application: its settings, the store, the routes, and what
+a refused or failed request gets.
 
-``create_app(settings)`` builds it; ``taskq dashboard`` serves it with uvicorn. Pages are
-in ``pages.py``, actions in ``actions.py``, safety rules in ``security.py``.
+``create_app(settings)`` builds it; ``taskq dashboard`` (``serve.py``) serves it. Pages
+are in ``pages.py``, actions in ``actions.py``, what every request passes first in
+``guard.py`` (``auth.py``, ``csrf.py``), rendering in ``render.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .. import redaction
 from ..client import AsyncClient
+from ..exceptions import StoreError, TaskqError
 from ..store import Store, create_store
-from . import actions, pages
-from .security import CSRF_COOKIE, csrf_token, who
-
-HERE = Path(__file__).parent
+from . import actions, csrf, pages
+from .auth import Throttle
+from .guard import Guard
+from .render import HERE, Pages
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,94 +36,24 @@ class DashboardSettings:
     allow_actions: bool = False
     token: str | None = None  # TASKQ_DASHBOARD_TOKEN
     poll_seconds: float = 3.0
+    #: the address it binds (answered as a host name unless a wildcard)
+    host: str = "127.0.0.1"
+    #: more host names it answers to (--allowed-host)
+    allowed_hosts: tuple[str, ...] = ()
+    #: signs CSRF tokens (TASKQ_DASHBOARD_SECRET); None: random per process
+    secret: bytes | None = None
 
 
-def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    seconds = max(0.0, seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f}{unit}"
-    return f"{seconds:.1f}s"
+async def _bad_input(request: Request, exc: Exception) -> Response:
+    """A taskq error from the store or the client while serving a page: the request
+    asked for something taskq refuses (400), or the store failed or is away (503)."""
+    status = 503 if isinstance(exc, StoreError) else 400
+    return PlainTextResponse(f"{exc}\n", status_code=status)
 
 
-def _since(moment: datetime | None) -> str:
-    if moment is None:
-        return "-"
-    return _age((datetime.now(UTC) - moment).total_seconds()) + " ago"
-
-
-def _when(moment: datetime | None) -> str:
-    return "-" if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-
-
-def _environment() -> Environment:
-    env = Environment(
-        loader=FileSystemLoader(HERE / "templates"),
-        autoescape=select_autoescape(["html"]),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters.update(age=_age, since=_since, when=_when, pretty=_pretty, redact=redaction.text)
-    return env
-
-
-class Pages:
-    """Rendering with what every page needs (settings, the CSRF token, who)."""
-
-    def __init__(self, settings: DashboardSettings) -> None:
-        self.settings = settings
-        self.env = _environment()
-
-    def render(self, request: Request, template: str, **context: Any) -> HTMLResponse:
-        store: Store = request.app.state.store
-        body = self.env.get_template(template).render(
-            request=request,
-            settings=self.settings,
-            store_dsn=store.display_dsn,
-            store_kind=store.kind,
-            csrf=csrf_token(request),
-            user=getattr(request.state, "who", None),
-            now=datetime.now(UTC),
-            **context,
-        )
-        return HTMLResponse(body)
-
-
-class Guard(BaseHTTPMiddleware):
-    """Authenticate every request (when a token is set) and hand out the CSRF cookie."""
-
-    def __init__(self, app: Any, *, settings: DashboardSettings) -> None:
-        super().__init__(app)
-        self._settings = settings
-
-    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        caller = who(request, self._settings.token)
-        if caller is None:
-            return PlainTextResponse(
-                "authentication required: TASKQ_DASHBOARD_TOKEN as a bearer token or as "
-                "the basic auth password\n",
-                status_code=401,
-                headers={"WWW-Authenticate": 'Basic realm="taskq dashboard", charset="UTF-8"'},
-            )
-        request.state.who = caller
-        response = await call_next(request)
-        fresh = getattr(request.state, "new_csrf", None)
-        if fresh:
-            response.set_cookie(
-                CSRF_COOKIE, fresh, httponly=True, samesite="strict", path="/", max_age=86400
-            )
-        response.headers.setdefault("X-Frame-Options", "DENY")
-        response.headers.setdefault("Referrer-Policy", "same-origin")
-        return response
-
-
-Handler = Callable[[Request], Awaitable[Response]]
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return PlainTextResponse(f"{exc.detail}\n", status_code=exc.status_code)
 
 
 def create_app(settings: DashboardSettings, *, store: Store | None = None) -> Starlette:
@@ -158,11 +85,16 @@ def create_app(settings: DashboardSettings, *, store: Store | None = None) -> St
         Route("/actions/queues/{name}/{action}", actions.queue_act, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
+    secret = settings.secret or csrf.new_secret()
+    throttle = Throttle()
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(Guard, settings=settings)],
+        middleware=[Middleware(Guard, settings=settings, secret=secret, throttle=throttle)],
+        exception_handlers={TaskqError: _bad_input, HTTPException: _http_error},
     )
     app.state.pages = Pages(settings)
     app.state.settings = settings
+    app.state.secret = secret
+    app.state.throttle = throttle  # the tests turn its clock
     return app

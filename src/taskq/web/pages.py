@@ -11,15 +11,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import Response
 
 from .. import redaction
 from ..insight import JobFilter, QueueDepth, QueueStatus
 from ..jobs import ALL_STATES, Job
 from ..store import Insight, Store
+from ..validation import text_problem
 
 PAGE_SIZE = 50
+#: the longest filter value a page accepts
+MAX_PARAM_CHARS = 200
 #: a workgroup that has not reported for this long is shown as gone
 WORKGROUP_WINDOW = timedelta(minutes=2)
 
@@ -38,9 +42,22 @@ def _render(request: Request, template: str, **context: Any) -> Response:
     return request.app.state.pages.render(request, template, **context)  # type: ignore[no-any-return]
 
 
+def bad_request(why: str) -> HTTPException:
+    return HTTPException(400, why)
+
+
 def _param(request: Request, name: str) -> str | None:
+    """A query parameter as a filter: None when empty; 400 for text no store would take
+    (a NUL, a lone surrogate) or longer than ``MAX_PARAM_CHARS``."""
     value = request.query_params.get(name, "").strip()
-    return value or None
+    if not value:
+        return None
+    problem = text_problem(value)
+    if problem is not None:
+        raise bad_request(f"the {name} filter contains {problem}")
+    if len(value) > MAX_PARAM_CHARS:
+        raise bad_request(f"the {name} filter is longer than {MAX_PARAM_CHARS} characters")
+    return value
 
 
 async def overview(request: Request) -> Response:
@@ -58,8 +75,10 @@ async def overview(request: Request) -> Response:
 
 def _filters(request: Request) -> JobFilter:
     state = _param(request, "state")
+    if state is not None and state not in ALL_STATES:
+        raise bad_request(f"unknown state: use one of {', '.join(ALL_STATES)}")
     return JobFilter(
-        state=state if state in ALL_STATES else None,
+        state=state,
         queue=_param(request, "queue"),
         actor=_param(request, "actor"),
         tag=_param(request, "tag"),
@@ -68,10 +87,13 @@ def _filters(request: Request) -> JobFilter:
 
 
 def _cursor(request: Request) -> UUID | None:
-    try:
-        return UUID(request.query_params["before"])
-    except (KeyError, ValueError):
+    before = _param(request, "before")
+    if before is None:
         return None
+    try:
+        return UUID(before)
+    except ValueError:
+        raise bad_request("before= is not a job id") from None
 
 
 async def _job_page(request: Request, filters: JobFilter) -> tuple[list[Job], UUID | None]:
@@ -120,11 +142,11 @@ async def job(request: Request) -> Response:
     try:
         job_id = UUID(request.path_params["job_id"])
     except ValueError:
-        return PlainTextResponse("not a job id\n", status_code=404)
+        raise HTTPException(404, "not a job id") from None
     store = _store(request)
     found = await store.get_job(job_id)
     if found is None:
-        return _render(request, "missing.html", job_id=job_id, page="jobs")
+        return _render(request, "missing.html", job_id=job_id, page="jobs", status=404)
     meta = found.meta
     args, kwargs, hidden = redaction.arguments(found.args, found.kwargs, meta)
     duration = (
