@@ -107,7 +107,11 @@ class WorkerConfig:
         exclusive="health",
     )
     health_host: str = option(
-        "0.0.0.0", Text("ADDR"), "the interface --health-port binds to", toml=False
+        "127.0.0.1",
+        Text("ADDR"),
+        "the interface --health-port binds to (0.0.0.0: every interface, as a container's "
+        "probes and scrapers need)",
+        toml=False,
     )
     heartbeat_interval: float = option(
         2.0,

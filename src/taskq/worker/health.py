@@ -5,9 +5,10 @@
 * ``GET /metrics`` the worker's Prometheus registry (``metrics.WORKER``; outside a
   workgroup ``metrics.BARE_WORKER``, which adds the fleet's backlog).
 
-Served on ``--health-port`` (TCP on ``health_host``, default ``0.0.0.0`` so probes and
-scrapers from outside the host or pod reach it; port 0 picks a free port, logged in
-``health-server-started``) or on ``--health-socket-path`` (a Unix socket, local only).
+Served on ``--health-port`` (TCP on ``--health-host``, default ``127.0.0.1``: only this
+machine, unless told otherwise; a container sets ``0.0.0.0`` so that probes and scrapers
+reach the pod's address; port 0 picks a free port, logged in ``health-server-started``)
+or on ``--health-socket-path`` (a Unix socket, local only).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class HealthServer(Stoppable):
         *,
         ready: Callable[[], Awaitable[tuple[bool, str]]],
         port: int | None = None,
-        host: str = "0.0.0.0",
+        host: str = "127.0.0.1",
         socket_path: str | None = None,
         registry: metrics.Registry = metrics.WORKER,
     ) -> None:

@@ -104,6 +104,9 @@ class SupervisorConfig:
     health_pg_dsn: str | None = None
     health_pg_schema: str | None = None
     http_port: int | None = None
+    #: where ``http_port`` listens: loopback unless set ("0.0.0.0" in a container, where
+    #: the kubelet and Prometheus reach the pod's address)
+    http_host: str = "127.0.0.1"
 
     @property
     def child_shutdown_grace(self) -> float:
@@ -152,6 +155,8 @@ def health_socket_path(instance: UUID, name: str) -> str:
 # -- parsing ------------------------------------------------------------------------------
 
 
+#: an IP address (v4, or v6 without brackets) or a host name
+_HOST = re.compile(r"^[A-Za-z0-9_.:-]{1,253}$")
 _TOP_KEYS = {"actors", "defaults", "supervisor", "workers"}
 _DEFAULT_KEYS = options.toml_keys(WorkerConfig)
 _WORKER_KEYS = _DEFAULT_KEYS | {"name", "health"}
@@ -277,6 +282,9 @@ def _parse_supervisor(doc: dict[str, Any], errors: _Errors) -> SupervisorConfig:
     http_port = None
     if "http_port" in table:
         http_port = _integer(table, "http_port", 0, where, errors, minimum=0, maximum=65535)
+    http_host = _string(table, "http_host", base.http_host, where, errors) or base.http_host
+    if not _HOST.match(http_host):
+        errors.add(where, f'"http_host" must be an IP address or a host name, not {http_host!r}')
     return SupervisorConfig(
         shutdown_grace=_number(
             table, "shutdown_grace", base.shutdown_grace, where, errors, minimum=0.0
@@ -293,6 +301,7 @@ def _parse_supervisor(doc: dict[str, Any], errors: _Errors) -> SupervisorConfig:
         health_pg_dsn=dsn,
         health_pg_schema=schema,
         http_port=http_port,
+        http_host=http_host,
     )
 
 

@@ -50,7 +50,7 @@ class StatusServer:
     def port(self) -> int | None:
         return self._server.port
 
-    async def start(self, port: int, host: str = "0.0.0.0") -> int:
+    async def start(self, port: int, host: str = "127.0.0.1") -> int:
         return await self._server.start_tcp(host, port)
 
     async def close(self) -> None:

@@ -103,7 +103,7 @@ class Supervisor:
         on_event: Callable[[SupervisionEvent], None] | None = None,
         executable: str | None = None,
         env: Mapping[str, str] | None = None,
-        http_host: str = "0.0.0.0",
+        http_host: str | None = None,
         unhealthy_kill_grace: float = UNHEALTHY_KILL_GRACE,
         report_interval: float = REPORT_INTERVAL,
     ) -> None:
@@ -112,7 +112,7 @@ class Supervisor:
         self.config = config
         self.instance = instance or uuid7()
         self._on_event = on_event
-        self._http_host = http_host
+        self._http_host = http_host or config.supervisor.http_host
         self._unhealthy_kill_grace = unhealthy_kill_grace
         self._env = env
         sup = config.supervisor

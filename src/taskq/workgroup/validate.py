@@ -77,7 +77,7 @@ def summarise(config: WorkgroupConfig, registry: Registry | None) -> list[str]:
         f"(children get --shutdown-grace {sup.child_shutdown_grace:g}s, worst-case exit "
         f"{sup.child_worst_case_exit:g}s) backoff={sup.backoff_initial:g}s*{sup.backoff_factor:g}"
         f"^n<={sup.backoff_max:g}s burst_limit={sup.burst_limit} in {sup.burst_window:g}s"
-        + (f" http_port={sup.http_port}" if sup.http_port is not None else ""),
+        + (f" http={sup.http_host}:{sup.http_port}" if sup.http_port is not None else ""),
         f"  store (rescue, health): {describe_dsn(config)}",
         f"  workers ({len(config.workers)}):",
     ]
