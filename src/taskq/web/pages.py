@@ -198,9 +198,9 @@ async def workflows(request: Request) -> Response:
 
     state = _param(request, "state")
     states = [s.value for s in WorkflowState]
-    found = await _insight(request).list_workflows(
-        state=state if state in states else None, limit=PAGE_SIZE
-    )
+    if state is not None and state not in states:
+        raise bad_request(f"unknown state: use one of {', '.join(states)}")
+    found = await _insight(request).list_workflows(state=state, limit=PAGE_SIZE)
     return _render(
         request, "workflows.html", workflows=found, states=states, state=state, page="workflows"
     )
@@ -212,11 +212,16 @@ async def workflow(request: Request) -> Response:
     try:
         workflow_id = UUID(request.path_params["workflow_id"])
     except ValueError:
-        return PlainTextResponse("not a workflow id\n", status_code=404)
+        raise HTTPException(404, "not a workflow id") from None
     found = await _store(request).get_workflow(workflow_id)
     if found is None:
         return _render(
-            request, "missing.html", what="workflow", job_id=workflow_id, page="workflows"
+            request,
+            "missing.html",
+            what="workflow",
+            job_id=workflow_id,
+            page="workflows",
+            status=404,
         )
     return _render(
         request,
