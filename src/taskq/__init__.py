@@ -14,7 +14,10 @@ Layout (see docs/architecture.md for the picture):
 * ``store/``     the one ``Store`` seam; Postgres and SQLite engines, SQL in .sql files
 * ``restart``    the restart policy every supervisor uses (one per member); ``backoff``
                  its delays and rolling window
-* ``middleware`` ``Middleware``, the extension seam around every job a worker runs
+* ``middleware`` ``Middleware``, the extension seam around every enqueue and every job
+* ``enqueuer``   the one enqueue both clients share: ``plan`` (``EnqueuePlan``, the
+                 options value), ``specs`` (the builder), ``arguments`` (the signature
+                 check)
 * ``worker/``    the worker process: fetch, supervise consumers, run, ack, heartbeat, sweep
 * ``procpool``   the CPU process pool for ``cpu_bound`` actors
 * ``workgroup/`` the supervisor of worker processes (``taskq workgroup``)
@@ -35,6 +38,7 @@ from .exceptions import (  # noqa: E402
     ActorError,
     ActorImportError,
     ActorNotFound,
+    ArgumentsMismatch,
     ConfigError,
     DuplicateActor,
     InvalidDSN,
@@ -56,6 +60,7 @@ from .exceptions import (  # noqa: E402
 )
 from .jobs import DeadReason, Job, JobId, JobState  # noqa: E402
 from .middleware import Middleware  # noqa: E402
+from .plan import EnqueuePlan  # noqa: E402
 from .registry import Actor, Registry, RetryBackoff  # noqa: E402
 from .unique import Unique  # noqa: E402
 
@@ -72,11 +77,13 @@ __all__ = [
     "ActorError",
     "ActorImportError",
     "ActorNotFound",
+    "ArgumentsMismatch",
     "AsyncClient",
     "Client",
     "ConfigError",
     "DeadReason",
     "DuplicateActor",
+    "EnqueuePlan",
     "InvalidDSN",
     "InvalidJobState",
     "InvalidText",

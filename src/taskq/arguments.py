@@ -71,6 +71,14 @@ def _read(fn: Callable[..., Any]) -> _Fit | None:
         return None
 
 
+def positional_fit(actor: AnyActor) -> tuple[float, float]:
+    """The counts of positional arguments (and no keywords) that fit ``actor``'s
+    function without binding: ``low <= len(args) <= high`` (a batch checks its items
+    against them, and calls ``check_arguments`` only for an item outside them)."""
+    fit = _fit(actor.fn)
+    return (0, math.inf) if fit is None else (fit.low, fit.high)
+
+
 def check_arguments(
     actor: AnyActor, args: Sequence[Any], kwargs: Mapping[str, Any] | None = None
 ) -> None:

@@ -1,103 +1,55 @@
 """Producers' and operators' side: enqueue jobs, look at them and wait for them, and act
 on them (retry, cancel, pause and resume queues, set queue and actor limits).
 
-``AsyncClient`` is the real implementation, over the async ``Store``. ``Client`` is its
-mirror for plain synchronous code (Flask, Django, scripts): same methods, same
-arguments, same results, run on a private event loop in a background thread, so its
-callers need no event loop of their own. The I/O-free work (turning an actor and its
-arguments into a ``JobSpec``) lives in ``specs.JobBuilder`` and is shared by both.
+``AsyncClient`` is the implementation over the async ``Store``. ``Client`` is its mirror
+for plain synchronous code (Flask, Django, scripts): same methods, same arguments, same
+results. Enqueue is one ``Enqueuer`` (taskq/enqueuer.py: the options value, the builder,
+the middleware's hooks, the writes), shared by both, as httpx's clients share their
+I/O-free base: the ``AsyncClient`` awaits its writes; the ``Client`` writes plain jobs
+on the calling thread (``LocalEnqueue``) and everything else on a private event loop in
+a background thread (``portal.Portal``), so its callers need no event loop of their own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import contextvars
-import getpass
-import os
-import socket
 import threading
 import time
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
-from concurrent.futures import Future
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 from uuid import UUID
 
-from . import tracing, txn
+from . import txn
+from .enqueuer import Enqueuer
 from .exceptions import ConfigError, InvalidJobState, JobNotFound
-from .ids import uuid7, uuid7_int, uuid7_ints
-from .jobs import (
-    ActorConfig,
-    CancelResult,
-    Job,
-    JobColumns,
-    JobId,
-    JobSpec,
-    JobState,
-    Limits,
-    QueueInfo,
-    Rate,
-    new_job_ids,
-)
+from .inputs import actor_name, make_limits, parse_job_id, who
+from .jobs import ActorConfig, CancelResult, Job, JobId, JobState, Limits, QueueInfo, Rate
+from .middleware import Middleware
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES
+from .plan import NO_OPTIONS, EnqueueOptions, EnqueuePlan
+from .portal import Portal
 from .registry import Actor, check_queue_name
-from .specs import ActorRef, Item, JobBuilder, Template, UniqueKey, job_ids
+from .specs import ActorRef, Item, UniqueKey
 from .store import Store, create_store
-from .store.base import LocalEnqueue
 from .store.queues import ACTOR, QUEUE
-from .unique import Unique
+from .validation import check_int, check_text
 
 if TYPE_CHECKING:
     from .workflows.graph import Workflow
     from .workflows.model import WorkflowInfo
-from .validation import check_int, check_text
 
 T = TypeVar("T")
 P = ParamSpec("P")
 TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED})
-_CONFIG_TTL = 30.0
-
-
-def parse_job_id(job_id: UUID | str) -> UUID:
-    if isinstance(job_id, UUID):
-        return job_id
-    try:
-        return UUID(str(job_id))
-    except ValueError:
-        raise JobNotFound(f"invalid job id {job_id!r}: expected a UUID") from None
-
-
-def who() -> str:
-    """``user@host``: recorded as who paused a queue or cancelled a job."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = f"uid{os.getuid()}"
-    return f"{user}@{socket.gethostname()}"
-
-
-def make_limits(concurrency: int | None, rate: Rate | str | None) -> Limits:
-    """Check and build limits: ``concurrency`` an integer >= 1, ``rate`` "N/period"."""
-    if concurrency is not None:
-        check_int(concurrency, "concurrency", 1)
-    if rate is not None and not isinstance(rate, Rate):
-        rate = Rate.parse(rate)
-    if rate is not None:
-        check_int(rate.count, "a rate's count", 1)
-    return Limits(concurrency=concurrency, rate=rate)
-
-
-def _actor_name(actor: ActorRef) -> str:
-    if isinstance(actor, Actor):
-        return actor.name
-    if isinstance(actor, str) and actor:
-        return actor
-    raise ConfigError(f"actor must be a taskq Actor or an actor name, got {actor!r}")
 
 
 class AsyncClient:
-    """Enqueue and inspect jobs from async code. ``async with AsyncClient(dsn) as c: ...``"""
+    """Enqueue and inspect jobs from async code. ``async with AsyncClient(dsn) as c: ...``
+
+    ``middleware``: ``taskq.Middleware`` whose enqueue hooks run around every enqueue
+    (after taskq's own enqueue tracing)."""
 
     def __init__(
         self,
@@ -106,13 +58,15 @@ class AsyncClient:
         schema: str | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         store: Store | None = None,
+        middleware: Sequence[Middleware] = (),
     ) -> None:
         self._store = store or create_store(dsn, schema)
         self._owns_store = store is None
-        self._builder = JobBuilder(max_payload_bytes)
+        #: this client's enqueue (a ``Client`` over this one shares it)
+        self.enqueuer = Enqueuer(
+            self._store, max_payload_bytes=max_payload_bytes, middleware=middleware
+        )
         self._opened = False
-        self._configs: dict[str, ActorConfig] = {}
-        self._configs_at = float("-inf")
 
     @property
     def store(self) -> Store:
@@ -136,17 +90,12 @@ class AsyncClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _known(self, actors: Iterable[ActorRef]) -> Mapping[str, ActorConfig]:
-        names = {a for a in actors if isinstance(a, str)}
-        if not names:
-            return {}
-        if (
-            time.monotonic() - self._configs_at > _CONFIG_TTL
-            or not names <= self._configs.keys()  # a worker may have registered it since
-        ):
-            self._configs = await self._store.actor_configs()
-            self._configs_at = time.monotonic()
-        return self._configs
+    async def _known(self, actor: ActorRef) -> Mapping[str, ActorConfig]:
+        known = self.enqueuer.known(actor)
+        if known is None:
+            await self.open()
+            known = self.enqueuer.learn(await self._store.actor_configs())
+        return known
 
     # -- enqueue ---------------------------------------------------------------------
     @overload
@@ -160,9 +109,10 @@ class AsyncClient:
     async def enqueue(self, actor: ActorRef, /, *args: Any, **kwargs: Any) -> JobId:
         """Enqueue one job now with the actor's default options; return its id.
 
-        Given an ``Actor``, a type checker checks the arguments against its function's
-        signature; given an actor's name (a ``str``), they are not checked."""
-        return await self.enqueue_with(actor, args, kwargs)
+        Given an ``Actor``, the arguments are checked against its function's signature
+        (by a type checker, and here: ``ArgumentsMismatch``, nothing written); given an
+        actor's name (a ``str``), they cannot be."""
+        return await self._one(actor, args, kwargs, NO_OPTIONS, None)
 
     async def enqueue_with(
         self,
@@ -188,84 +138,28 @@ class AsyncClient:
         ``.duplicate`` True. ``meta`` is a small JSON object and ``tags`` short strings,
         both kept on the job. ``connection`` writes the job in the caller's transaction
         (see ``taskq.txn``): it exists only if that transaction commits."""
-        if unique_key is None and connection is None:
-            await self.open()
-            template = self._builder.template(
-                actor,
-                known={} if isinstance(actor, Actor) else await self._known([actor]),
-                queue=queue,
-                delay=delay,
-                run_at=run_at,
-                priority=priority,
-                meta=meta,
-                tags=tags,
-            )
-            if template.unique is None:  # no key: as a batch of one, by columns
-                job_id, job = self._one(template, args, kwargs)
-                with tracing.enqueue_columns_span(job) as traced:
-                    await self._store.enqueue_columns(traced)
-                return job_id
-            spec = self._builder.spec(template, args, kwargs or {}, uuid7())
-            return (await self._insert([spec], None))[0]
-        if connection is not None and not self._opened:
-            await self._check_kind(connection)
-        spec = await self._spec_one(
-            actor,
-            args,
-            kwargs,
-            queue=queue,
-            delay=delay,
-            run_at=run_at,
-            priority=priority,
-            unique_key=unique_key,
-            meta=meta,
-            tags=tags,
-        )
-        return (await self._insert([spec], connection))[0]
+        options = EnqueueOptions(queue, delay, run_at, priority, unique_key, meta, tags)
+        return await self._one(actor, args, kwargs, options, connection)
 
-    async def _check_kind(self, connection: Any) -> None:
-        """A connection of the other engine is refused before the store is opened (the
-        default SQLite store would create its file for nothing)."""
-        txn.check_kind(self._store, await txn.resolve_async(connection))
-
-    async def _insert(self, specs: Sequence[JobSpec], connection: Any) -> list[JobId]:
-        with tracing.enqueue_span(specs) as traced:
-            if connection is None:
-                return job_ids(traced, await self._store.enqueue(traced))
-            return job_ids(traced, await txn.enqueue_async(self._store, connection, traced))
-
-    async def _spec_one(
+    async def _one(
         self,
         actor: ActorRef,
         args: Sequence[Any],
         kwargs: Mapping[str, Any] | None,
-        *,
-        queue: str | None,
-        delay: float | None,
-        run_at: datetime | None,
-        priority: int | None,
-        unique_key: UniqueKey | None,
-        meta: Mapping[str, Any] | None,
-        tags: Sequence[str],
-    ) -> JobSpec:
-        if unique_key is not None and not isinstance(unique_key, str | Unique):
-            raise ConfigError(
-                f"unique_key must be a string or a taskq.Unique, got {type(unique_key).__name__}"
-            )
+        options: EnqueueOptions,
+        connection: Any,
+    ) -> JobId:
+        if not self._opened:
+            await self._open_for(connection)
+        plan = self.enqueuer.builder.one(actor, args, kwargs, options, await self._known(actor))
+        return (await self.enqueuer.write(plan, connection))[0]
+
+    async def _open_for(self, connection: Any) -> None:
+        """Open the store; a ``connection=`` of the other engine is refused first (the
+        default SQLite store would create its file for nothing)."""
+        if connection is not None:
+            txn.check_kind(self._store, await txn.resolve_async(connection))
         await self.open()
-        template = self._builder.template(
-            actor,
-            known=await self._known([actor]),
-            queue=queue,
-            delay=delay,
-            run_at=run_at,
-            priority=priority,
-            unique=unique_key if isinstance(unique_key, Unique) else None,
-            meta=meta,
-            tags=tags,
-        )
-        key = unique_key if isinstance(unique_key, str) else None
-        return self._builder.spec(template, args, kwargs or {}, uuid7(), key)
 
     async def enqueue_many(
         self,
@@ -285,85 +179,16 @@ class AsyncClient:
         """Enqueue many jobs of one actor in one round trip, all or nothing.
 
         Each item is ``(args, kwargs)``; a bare list/tuple that is not such a pair is
-        taken as positional args. ``unique_keys`` gives each item its key (``None``:
-        the actor's ``unique`` option, if any); ``meta`` and ``tags`` go on every job.
+        taken as positional args (checked against an ``Actor``'s signature, as for
+        ``enqueue``). ``unique_keys`` gives each item its key (``None``: the actor's
+        ``unique`` option, if any); ``meta`` and ``tags`` go on every job.
         ``connection``: in the caller's transaction, as for ``enqueue_with``."""
-        if connection is not None and not self._opened:
-            await self._check_kind(connection)
-        template = await self._template_many(
-            actor, queue=queue, delay=delay, run_at=run_at, priority=priority, meta=meta, tags=tags
+        options = EnqueueOptions(queue, delay, run_at, priority, None, meta, tags)
+        await self._open_for(connection)
+        plan = self.enqueuer.builder.many(
+            actor, items, options, await self._known(actor), unique_keys
         )
-        if unique_keys is None and template.unique is None and connection is None:
-            return await self._insert_columns(template, items)
-        specs = self._builder.many(template, items, unique_keys)
-        return await self._insert(specs, connection) if specs else []
-
-    async def _insert_columns(
-        self, template: Template, items: Iterable[Item | Sequence[Any]]
-    ) -> list[JobId]:
-        """The batch path when no job carries a unique key: the jobs as columns (no
-        ``JobSpec`` each), ``Store.enqueue_columns``."""
-        ids, jobs = self._columns(template, items)
-        if ids:
-            with tracing.enqueue_columns_span(jobs) as traced:
-                await self._store.enqueue_columns(traced)
-        return ids
-
-    def _one(
-        self, template: Template, args: Sequence[Any], kwargs: Mapping[str, Any] | None
-    ) -> tuple[JobId, JobColumns]:
-        """One job without a unique key, as a batch of one (no I/O)."""
-        (job_id,) = new_job_ids([uuid7_int()])
-        return job_id, self._builder.one(template, args, kwargs or {}, job_id)
-
-    def _columns(
-        self, template: Template, items: Iterable[Item | Sequence[Any]]
-    ) -> tuple[list[JobId], JobColumns]:
-        """Jobs without unique keys as columns, and their ids (no I/O)."""
-        items = items if isinstance(items, list) else list(items)
-        ids = new_job_ids(uuid7_ints(len(items)))
-        return ids, self._builder.columns(template, items, ids)
-
-    async def _template_many(
-        self,
-        actor: ActorRef,
-        *,
-        queue: str | None,
-        delay: float | None,
-        run_at: datetime | None,
-        priority: int | None,
-        meta: Mapping[str, Any] | None,
-        tags: Sequence[str],
-    ) -> Template:
-        await self.open()
-        return self._builder.template(
-            actor,
-            known=await self._known([actor]),
-            queue=queue,
-            delay=delay,
-            run_at=run_at,
-            priority=priority,
-            meta=meta,
-            tags=tags,
-        )
-
-    async def _specs_many(
-        self,
-        actor: ActorRef,
-        items: Iterable[Item | Sequence[Any]],
-        *,
-        queue: str | None,
-        delay: float | None,
-        run_at: datetime | None,
-        priority: int | None,
-        unique_keys: Sequence[str | None] | None,
-        meta: Mapping[str, Any] | None,
-        tags: Sequence[str],
-    ) -> list[JobSpec]:
-        template = await self._template_many(
-            actor, queue=queue, delay=delay, run_at=run_at, priority=priority, meta=meta, tags=tags
-        )
-        return self._builder.many(template, items, unique_keys)
+        return await self.enqueuer.write(plan, connection)
 
     # -- inspect and act -------------------------------------------------------------
     async def get(self, job_id: UUID | str) -> Job:
@@ -468,7 +293,7 @@ class AsyncClient:
         """``set_queue_limits`` for one actor's jobs, whatever queue they are on."""
         limits = make_limits(concurrency, rate)
         await self.open()
-        await self._store.set_limits(ACTOR, _actor_name(actor), limits)
+        await self._store.set_limits(ACTOR, actor_name(actor), limits)
 
     async def limits(self) -> dict[tuple[str, str], Limits]:
         """Every limit, keyed by ("queue" | "actor", name)."""
@@ -529,50 +354,13 @@ class AsyncClient:
         return await submit.wait(self, workflow_id, timeout, interval)
 
 
-class _Portal:
-    """A private event loop on a daemon thread; ``call`` runs a coroutine on it."""
-
-    def __init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="taskq-client", daemon=True
-        )
-        self._thread.start()
-
-    def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the loop in a copy of the caller's context (its contextvars:
-        the current OpenTelemetry span, log context) and wait for its result."""
-        context = contextvars.copy_context()
-        result: Future[T] = Future()
-
-        def settle(task: asyncio.Task[T]) -> None:
-            if task.cancelled():
-                result.cancel()
-            elif (exc := task.exception()) is not None:
-                result.set_exception(exc)
-            else:
-                result.set_result(task.result())
-
-        def start() -> None:
-            self._loop.create_task(coro, context=context).add_done_callback(settle)
-
-        self._loop.call_soon_threadsafe(start)
-        return result.result()
-
-    def stop(self) -> None:
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-        if not self._loop.is_closed() and not self._thread.is_alive():
-            self._loop.close()
-
-
-# the options of an enqueue that make its template (JobBuilder.template's keywords)
-_TEMPLATE_OPTIONS = ("queue", "delay", "run_at", "priority", "meta", "tags")
-
-
 class Client:
-    """The synchronous mirror of ``AsyncClient``: ``with Client(dsn) as c: c.enqueue(...)``."""
+    """The synchronous mirror of ``AsyncClient``: ``with Client(dsn) as c: c.enqueue(...)``.
+
+    Safe to share between threads. Plain jobs of an ``Actor`` (no unique key, no
+    ``connection=``) are written on the calling thread (``LocalEnqueue``: SQLite on a
+    connection of that thread's, Postgres on a synchronous psycopg connection); the rest
+    runs the ``AsyncClient``'s code on this client's private loop thread."""
 
     def __init__(
         self,
@@ -580,28 +368,51 @@ class Client:
         *,
         schema: str | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        middleware: Sequence[Middleware] = (),
     ) -> None:
-        self._async = AsyncClient(dsn, schema=schema, max_payload_bytes=max_payload_bytes)
-        self._portal: _Portal | None = None
-        store = self._async.store
-        # the store's enqueue on the calling thread, where it has one (SQLite)
-        self._local = store if isinstance(store, LocalEnqueue) else None
+        self._async = AsyncClient(
+            dsn, schema=schema, max_payload_bytes=max_payload_bytes, middleware=middleware
+        )
+        #: the enqueue it shares with its ``AsyncClient``
+        self.enqueuer = self._async.enqueuer
+        self._portal: Portal | None = None
+        self._opened = False
+        self._lock = threading.Lock()  # one portal, the store opened once, whatever the threads
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
-        if self._portal is None:
-            self._portal = _Portal()
-        return self._portal.call(coro)
+        """Run ``coro`` on the loop thread, the store opened first."""
+        portal = self._portal if self._opened else None
+        if portal is None:
+            try:
+                portal = self._open_portal()
+            except BaseException:
+                coro.close()
+                raise
+        return portal.call(coro)
+
+    def _open_portal(self) -> Portal:
+        """The loop thread, with the store open: made and opened once, whichever
+        threads ask at the same time."""
+        with self._lock:
+            if self._portal is None:
+                self._portal = Portal()
+            if not self._opened:
+                self._portal.call(self._async.open())
+                self._opened = True
+            return self._portal
 
     def open(self) -> None:
-        self._call(self._async.open())
+        self._open_portal()
 
     def close(self) -> None:
-        if self._portal is not None:
+        with self._lock:
+            portal, self._portal = self._portal, None
+            self._opened = False
+        if portal is not None:
             try:
-                self._portal.call(self._async.close())
+                portal.call(self._async.close())
             finally:
-                self._portal.stop()
-                self._portal = None
+                portal.stop()
 
     def __enter__(self) -> Client:
         self.open()
@@ -618,28 +429,8 @@ class Client:
 
     def enqueue(self, actor: ActorRef, /, *args: Any, **kwargs: Any) -> JobId:
         """See ``AsyncClient.enqueue``: arguments checked against an ``Actor``'s signature."""
-        return self.enqueue_with(actor, args, kwargs)
-
-    def _here(
-        self, actor: ActorRef, options: Mapping[str, Any]
-    ) -> tuple[LocalEnqueue, Template] | None:
-        """The store's enqueue on the calling thread (SQLite: no hop to this client's
-        loop thread nor to the store's thread), opened, and the call's template, for a
-        call it can write: an ``Actor`` (no configuration to look up), no unique key of
-        the call's or the actor's. Else None: the loop's path."""
-        local = self._local
-        if local is None or not isinstance(actor, Actor):
-            return None
-        if options.get("unique_key") is not None or options.get("unique_keys") is not None:
-            return None
-        template = self._async._builder.template(
-            actor, known={}, **{k: options[k] for k in _TEMPLATE_OPTIONS}
-        )
-        if template.unique is not None:
-            return None
-        if not self._async._opened:
-            self.open()
-        return local, template
+        plan = self.enqueuer.builder.one(actor, args, kwargs, NO_OPTIONS, self._known(actor))
+        return self._write(plan)[0]
 
     def enqueue_with(
         self,
@@ -660,46 +451,10 @@ class Client:
         """See ``AsyncClient.enqueue_with``; with ``connection``, the job is written on
         that connection in this thread (Django's and sqlite3's connections belong to
         the thread that made them)."""
-        target = self._target(connection)
-        options: dict[str, Any] = {
-            "queue": queue,
-            "delay": delay,
-            "run_at": run_at,
-            "priority": priority,
-            "unique_key": unique_key,
-            "meta": meta,
-            "tags": tags,
-        }
-        if target is None:
-            here = self._here(actor, options)
-            if here is not None:
-                local, template = here
-                job_id, job = self._async._one(template, args, kwargs)
-                with tracing.enqueue_columns_span(job) as traced:
-                    local.enqueue_columns_here(traced)
-                return job_id
-            return self._call(self._async.enqueue_with(actor, args, kwargs, **options))
-        spec = self._call(self._async._spec_one(actor, args, kwargs, **options))
-        return self._insert_on(target, [spec])[0]
-
-    def _target(self, connection: Any) -> txn.Target | None:
-        if connection is None:
-            return None
-        target = txn.resolve(connection)
-        if target.is_async:
-            raise ConfigError(
-                "connection= is an async connection: enqueue on it with taskq.AsyncClient"
-            )
-        txn.check_kind(self._async.store, target)  # before the store is opened
-        return target
-
-    def _insert_on(self, target: txn.Target, specs: Sequence[JobSpec]) -> list[JobId]:
-        store = self._async.store
-        with tracing.enqueue_span(specs) as traced:
-            holders = txn.enqueue_sync(
-                store, target, traced, lambda: self._call(txn.store_identity(store))
-            )
-            return job_ids(traced, holders)
+        target = None if connection is None else self._target(connection)
+        options = EnqueueOptions(queue, delay, run_at, priority, unique_key, meta, tags)
+        plan = self.enqueuer.builder.one(actor, args, kwargs, options, self._known(actor))
+        return self._write(plan, target)[0]
 
     def enqueue_many(
         self,
@@ -716,28 +471,52 @@ class Client:
         tags: Sequence[str] = (),
         connection: Any = None,
     ) -> list[JobId]:
-        target = self._target(connection)
-        options: dict[str, Any] = {
-            "queue": queue,
-            "delay": delay,
-            "run_at": run_at,
-            "priority": priority,
-            "unique_keys": unique_keys,
-            "meta": meta,
-            "tags": tags,
-        }
-        if target is None:
-            here = self._here(actor, options)
-            if here is not None:
-                local, template = here
-                ids, jobs = self._async._columns(template, items)
-                if ids:
-                    with tracing.enqueue_columns_span(jobs) as traced:
-                        local.enqueue_columns_here(traced)
-                return ids
-            return self._call(self._async.enqueue_many(actor, items, **options))
-        specs = self._call(self._async._specs_many(actor, items, **options))
-        return self._insert_on(target, specs) if specs else []
+        target = None if connection is None else self._target(connection)
+        options = EnqueueOptions(queue, delay, run_at, priority, None, meta, tags)
+        plan = self.enqueuer.builder.many(actor, items, options, self._known(actor), unique_keys)
+        return self._write(plan, target)
+
+    def _known(self, actor: ActorRef) -> Mapping[str, ActorConfig]:
+        known = self.enqueuer.known(actor)
+        if known is None:
+            known = self.enqueuer.learn(self._call(self._stored_configs()))
+        return known
+
+    async def _stored_configs(self) -> Mapping[str, ActorConfig]:
+        await self._async.open()
+        return await self._async.store.actor_configs()
+
+    def _write(self, plan: EnqueuePlan, target: txn.Target | None = None) -> list[JobId]:
+        """Where the plan is written: the caller's connection on this thread; plain
+        rows on this thread (``LocalEnqueue``); else on the loop thread."""
+        enqueuer = self.enqueuer
+        if target is not None:
+            return enqueuer.write_on(plan, target, self._identity)
+        if enqueuer.can_write_here(plan):
+            if not self._opened:
+                self.open()
+            return enqueuer.write_here(plan)
+        return self._call(self._write_async(plan))
+
+    async def _write_async(self, plan: EnqueuePlan) -> list[JobId]:
+        await self._async.open()
+        return await self.enqueuer.write(plan)
+
+    def _identity(self) -> txn.Identity:
+        async def identity() -> txn.Identity:
+            await self._async.open()
+            return await txn.store_identity(self._async.store)
+
+        return self._call(identity())
+
+    def _target(self, connection: Any) -> txn.Target:
+        target = txn.resolve(connection)
+        if target.is_async:
+            raise ConfigError(
+                "connection= is an async connection: enqueue on it with taskq.AsyncClient"
+            )
+        txn.check_kind(self._async.store, target)  # before the store is opened
+        return target
 
     def get(self, job_id: UUID | str) -> Job:
         return self._call(self._async.get(job_id))
@@ -792,14 +571,13 @@ class Client:
     def enqueue_workflow(self, wf: Workflow, connection: Any = None) -> UUID:
         """See ``AsyncClient.enqueue_workflow``; with ``connection``, the steps are
         written on that connection in this thread."""
-        target = self._target(connection)
-        if target is None:
+        if connection is None:
             return self._call(self._async.enqueue_workflow(wf))
+        target = self._target(connection)
         from .workflows import submit
 
-        store = self._async.store
         row = self._call(submit.prepare(self._async, wf))
-        return submit.enqueue_on(store, target, row, lambda: self._call(txn.store_identity(store)))
+        return submit.enqueue_on(self._async.store, target, row, self._identity)
 
     def workflow(self, workflow_id: UUID | str) -> WorkflowInfo:
         return self._call(self._async.workflow(workflow_id))

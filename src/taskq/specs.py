@@ -1,10 +1,10 @@
-"""Actor + arguments + options -> ``JobSpec``: the I/O-free half of enqueue.
+"""Actor + arguments + options -> the rows of one enqueue call: the I/O-free builder.
 
 ``JobBuilder`` checks and works out, once per call, what every job of an enqueue shares
 (``template``: the actor's options or its recorded configuration, queue, delay or
-run_at, priority, unique option, meta, tags), then encodes each job (``spec``, ``many``).
-``AsyncClient`` and ``Client`` share it; ``job_ids`` turns the store's answer into
-``JobId``s.
+run_at, priority, unique option, meta, tags), then checks each job's arguments against
+an ``Actor``'s signature (``taskq.arguments``) and encodes them, and returns the call's
+``EnqueuePlan`` (``one``, ``many``). The ``Enqueuer`` (both clients') uses it.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from .arguments import check_arguments, positional_fit
 from .exceptions import ActorNotFound, ConfigError
-from .ids import uuid7_many
-from .jobs import ActorConfig, JobColumns, JobId, JobSpec
+from .ids import uuid7_int, uuid7_ints
+from .jobs import ActorConfig, JobColumns, JobSpec, new_job_ids
 from .payload import check_tags, encode_arguments, encode_meta, fast_dumps
+from .plan import NO_OPTIONS, EnqueueOptions, EnqueuePlan
 from .registry import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_CRASHES,
@@ -63,21 +65,12 @@ class Template:
     tags: tuple[str, ...]
 
 
-def job_ids(specs: Sequence[JobSpec], holders: Sequence[UUID]) -> list[JobId]:
-    """The store's answer as ``JobId``s: a holder that is not the spec's own id means
-    another job already held the key (a duplicate)."""
-    return [
-        JobId(holder, duplicate=holder != spec.id)
-        for spec, holder in zip(specs, holders, strict=True)
-    ]
-
-
 class JobBuilder:
-    """Actor + arguments + options -> ``JobSpec``. No I/O.
+    """Actor + arguments + options -> ``EnqueuePlan``. No I/O.
 
     Everything that is the same for a batch (the actor's options, validation of the
-    queue, delay and priority) is worked out once, in ``template``; ``spec`` then only
-    encodes one job's arguments."""
+    queue, delay and priority) is worked out once, in ``template``; then each job's
+    arguments are checked and encoded."""
 
     def __init__(self, max_payload_bytes: int) -> None:
         self.max_payload_bytes = max_payload_bytes
@@ -85,30 +78,13 @@ class JobBuilder:
         self._plain: dict[int, tuple[object, tuple[Any, ...], Template]] = {}
 
     def template(
-        self,
-        actor: ActorRef,
-        *,
-        known: Mapping[str, ActorConfig],
-        queue: str | None,
-        delay: float | None,
-        run_at: datetime | None,
-        priority: int | None,
-        unique: Unique | None = None,
-        meta: Mapping[str, Any] | None = None,
-        tags: Sequence[str] | None = (),
+        self, actor: ActorRef, options: EnqueueOptions, known: Mapping[str, ActorConfig]
     ) -> Template:
-        options = None  # the actor's own, when the call adds none: its template is kept
-        if (
-            isinstance(actor, Actor)
-            and queue is None
-            and delay is None
-            and run_at is None
-            and priority is None
-            and unique is None
-            and meta is None
-            and not tags
-        ):
-            options = (
+        """What every job of the call shares. ``known``: the stored actor configurations
+        (for an actor given by name)."""
+        kept = None  # the actor's own options, when the call adds none: its template is kept
+        if isinstance(actor, Actor) and (options is NO_OPTIONS or options.is_default):
+            kept = (
                 actor.name,
                 actor.queue,
                 actor.max_attempts,
@@ -118,36 +94,22 @@ class JobBuilder:
                 actor.unique,
             )
             found = self._plain.get(id(actor))
-            if found is not None and found[0] is actor and found[1] == options:
+            if found is not None and found[0] is actor and found[1] == kept:
                 return found[2]
-        made = self._template(
-            actor,
-            known=known,
-            queue=queue,
-            delay=delay,
-            run_at=run_at,
-            priority=priority,
-            unique=unique,
-            meta=meta,
-            tags=tags,
-        )
-        if options is not None:
-            self._plain[id(actor)] = (actor, options, made)
+        made = self._template(actor, options, known)
+        if kept is not None:
+            self._plain[id(actor)] = (actor, kept, made)
         return made
 
     def _template(
-        self,
-        actor: ActorRef,
-        *,
-        known: Mapping[str, ActorConfig],
-        queue: str | None,
-        delay: float | None,
-        run_at: datetime | None,
-        priority: int | None,
-        unique: Unique | None,
-        meta: Mapping[str, Any] | None,
-        tags: Sequence[str] | None,
+        self, actor: ActorRef, options: EnqueueOptions, known: Mapping[str, ActorConfig]
     ) -> Template:
+        queue, delay, run_at, priority = (
+            options.queue,
+            options.delay,
+            options.run_at,
+            options.priority,
+        )
         actor_unique: Unique | None = None
         if isinstance(actor, Actor):
             name, cfg_queue = actor.name, actor.queue
@@ -189,6 +151,11 @@ class JobBuilder:
             raise ConfigError("run_at must be timezone-aware")
         if priority is not None:
             check_int(priority, "priority")
+        key = options.unique_key
+        if key is not None and not isinstance(key, str | Unique):
+            raise ConfigError(
+                f"unique_key must be a string or a taskq.Unique, got {type(key).__name__}"
+            )
         return Template(
             actor=name,
             queue=chosen_queue,
@@ -197,9 +164,9 @@ class JobBuilder:
             max_attempts=max_attempts,
             max_crashes=max_crashes,
             idempotent=idempotent,
-            unique=unique or actor_unique,
-            meta_json=encode_meta(meta, what=f"meta of {name!r}"),
-            tags=check_tags(tags),
+            unique=(key if isinstance(key, Unique) else None) or actor_unique,
+            meta_json=encode_meta(options.meta, what=f"meta of {name!r}"),
+            tags=check_tags(options.tags),
         )
 
     def spec(
@@ -210,8 +177,10 @@ class JobBuilder:
         job_id: UUID,
         unique_key: str | None = None,
     ) -> JobSpec:
-        """One job. ``unique_key`` names its key; else the template's ``unique`` option
-        (if any) works it out."""
+        """One job of template ``t`` as a ``JobSpec`` (a workflow's step: the rows of
+        several actors go in one transaction). ``unique_key`` names its key; else the
+        template's ``unique`` option (if any) works it out. The arguments are not
+        checked against a signature here (``Workflow.add`` did)."""
         args_json, kwargs_json = encode_arguments(
             args, kwargs, actor=t.actor, max_bytes=self.max_payload_bytes
         )
@@ -240,10 +209,16 @@ class JobBuilder:
         )
 
     def one(
-        self, t: Template, args: Sequence[Any], kwargs: Mapping[str, Any], job_id: UUID
-    ) -> JobColumns:
-        """One job of a template that carries no unique key, as columns (what ``spec``
-        would encode, with the same checks and errors)."""
+        self,
+        actor: ActorRef,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any] | None,
+        options: EnqueueOptions,
+        known: Mapping[str, ActorConfig],
+    ) -> EnqueuePlan:
+        """The plan of one job (``enqueue``, ``enqueue_with``)."""
+        t = self.template(actor, options, known)
+        kwargs = kwargs or {}
         encoded = None
         if not kwargs and type(args) in _ARGS_TYPES:
             encoded = fast_dumps(args) if args else "[]"
@@ -253,83 +228,109 @@ class JobBuilder:
             encoded, kwargs_encoded = encode_arguments(
                 args, kwargs, actor=t.actor, max_bytes=self.max_payload_bytes
             )
-        return self._columns(t, [job_id], [encoded], [kwargs_encoded])
-
-    def _columns(
-        self, t: Template, ids: Sequence[UUID], args_json: list[str], kwargs_json: list[str]
-    ) -> JobColumns:
-        return JobColumns(
-            ids,
-            args_json,
-            kwargs_json,
-            t.actor,
-            t.queue,
-            t.priority,
-            t.run_at,
-            t.max_attempts,
-            t.max_crashes,
-            t.idempotent,
-            t.meta_json,
-            t.tags,
+        if isinstance(actor, Actor):  # after the payload's checks: JSON-shaped arguments
+            check_arguments(actor, args, kwargs)
+        rows = _columns(t, new_job_ids([uuid7_int()]), [encoded], [kwargs_encoded])
+        key = options.unique_key if isinstance(options.unique_key, str) else None
+        if key is None and t.unique is None:
+            return EnqueuePlan(rows, options)
+        if key is not None:
+            check_text(key, "a unique key")
+        unique = t.unique or _DEFAULT_UNIQUE
+        return EnqueuePlan(
+            rows, options, [unique.key_for(t.actor, args, kwargs, key=key)], unique.states_text
         )
 
-    def columns(
-        self, t: Template, items: Sequence[Item | Sequence[Any]], ids: Sequence[UUID]
-    ) -> JobColumns:
-        """Many jobs of one template that carry no unique key, as columns: the same
-        arguments ``many`` would encode, the same checks and errors, without a
-        ``JobSpec`` per job. One id per item."""
+    def many(
+        self,
+        actor: ActorRef,
+        items: Iterable[Item | Sequence[Any]],
+        options: EnqueueOptions,
+        known: Mapping[str, ActorConfig],
+        unique_keys: Sequence[str | None] | None = None,
+    ) -> EnqueuePlan:
+        """The plan of many jobs of one actor (``enqueue_many``). Each item is ``(args,
+        kwargs)``; a bare list/tuple that is not such a pair is taken as positional
+        args. ``unique_keys``: one key (or ``None``) per item."""
+        t = self.template(actor, options, known)
+        items = items if isinstance(items, list) else list(items)
+        if unique_keys is not None and (
+            isinstance(unique_keys, str) or len(unique_keys) != len(items)
+        ):
+            raise ConfigError("unique_keys must be a list with one key (or None) per item")
+        args_json, kwargs_json = self._arguments(t, actor, items)
+        rows = _columns(t, new_job_ids(uuid7_ints(len(items))), args_json, kwargs_json)
+        if unique_keys is None and t.unique is None:
+            return EnqueuePlan(rows, options)
+        unique = t.unique or _DEFAULT_UNIQUE
+        keys: list[str | None] = []
+        for i, item in enumerate(items):
+            key = None if unique_keys is None else unique_keys[i]
+            if key is None and t.unique is None:
+                keys.append(None)
+                continue
+            if key is not None:
+                check_text(key, "a unique key")
+            args, kwargs = _item_arguments(item)
+            keys.append(unique.key_for(t.actor, args, kwargs, key=key))
+        return EnqueuePlan(rows, options, keys, unique.states_text)
+
+    def _arguments(
+        self, t: Template, actor: ActorRef, items: Sequence[Item | Sequence[Any]]
+    ) -> tuple[list[str], list[str]]:
+        """Each item's arguments checked (an ``Actor``'s signature) and encoded: the
+        common shape, (list or tuple, empty dict), here; the rest (and whatever fails
+        here) by ``encode_arguments``, which has the checks and errors."""
         max_bytes = self.max_payload_bytes
+        checked = actor if isinstance(actor, Actor) else None
+        # positional-only items within these counts fit the actor without a call; any
+        # other item takes the slow path, where check_arguments says what is wrong
+        low, high = positional_fit(checked) if checked is not None else (0, math.inf)
         args_json: list[str] = []
         kwargs_json: list[str] = []
         add_args, add_kwargs = args_json.append, kwargs_json.append
         for item in items:
-            # the common shape, (list or tuple, empty dict), encoded here; the rest (and
-            # whatever fails here) by encode_arguments, which has the checks and errors
             if (
                 type(item) is tuple
                 and len(item) == 2
                 and type(item[1]) is dict
                 and not item[1]
-                and type(item[0]) in _ARGS_TYPES
+                and type(args := item[0]) in _ARGS_TYPES
+                and low <= len(args) <= high
             ):
-                args = item[0]
                 encoded = fast_dumps(args) if args else "[]"
                 if encoded is not None and len(encoded) * 4 + 8 <= max_bytes:
                     add_args(encoded)
                     add_kwargs("{}")
                     continue
-                kwargs: Mapping[str, Any] = item[1]
-            else:
-                args, kwargs = _item_arguments(item)
+            args, kwargs = _item_arguments(item)
             encoded, kwargs_encoded = encode_arguments(
                 args, kwargs, actor=t.actor, max_bytes=max_bytes
             )
+            if checked is not None:  # after the payload's checks: JSON-shaped arguments
+                check_arguments(checked, args, kwargs)
             add_args(encoded)
             add_kwargs(kwargs_encoded)
-        return self._columns(t, ids, args_json, kwargs_json)
+        return args_json, kwargs_json
 
-    def many(
-        self,
-        t: Template,
-        items: Iterable[Item | Sequence[Any]],
-        unique_keys: Sequence[str | None] | None = None,
-    ) -> list[JobSpec]:
-        """Many jobs of one template. Each item is ``(args, kwargs)``; a bare list/tuple
-        that is not such a pair is taken as positional args. ``unique_keys``: one key (or
-        ``None``) per item."""
-        items = list(items)
-        if unique_keys is None:
-            keys: Sequence[str | None] = [None] * len(items)
-        elif isinstance(unique_keys, str) or len(unique_keys) != len(items):
-            raise ConfigError("unique_keys must be a list with one key (or None) per item")
-        else:
-            keys = unique_keys
-        specs = []
-        for item, job_id, key in zip(items, uuid7_many(len(items)), keys, strict=True):
-            args, kwargs = _item_arguments(item)
-            specs.append(self.spec(t, args, kwargs, job_id, key))
-        return specs
+
+def _columns(
+    t: Template, ids: Sequence[UUID], args_json: Sequence[str], kwargs_json: Sequence[str]
+) -> JobColumns:
+    return JobColumns(
+        ids,
+        args_json,
+        kwargs_json,
+        t.actor,
+        t.queue,
+        t.priority,
+        t.run_at,
+        t.max_attempts,
+        t.max_crashes,
+        t.idempotent,
+        t.meta_json,
+        t.tags,
+    )
 
 
 _ARGS_TYPES = (tuple, list)

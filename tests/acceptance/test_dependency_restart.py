@@ -27,6 +27,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -371,3 +372,35 @@ def test_worker_stderr_stays_json_lines_through_a_store_outage(
     )
     worker.signal(signal.SIGTERM)
     assert worker.wait() == exit_codes.OK
+
+
+def test_the_sync_clients_kept_connections_ride_a_restart(
+    cluster: Cluster, worker_env: dict[str, str]
+) -> None:
+    """``taskq.Client`` keeps its calling threads' synchronous connections between
+    enqueues (store/postgres/here.py). Across a real restart: while the server is down an
+    enqueue fails with one ``StoreUnavailable`` and writes nothing; once it is back, the
+    kept connections (all dead) are replaced before anything is sent on them, so no
+    enqueue fails, and the store holds exactly the jobs whose ids came back."""
+    del worker_env  # migrated
+    with Client(cluster.dsn, schema="taskq") as client:
+
+        def burst(tag: str) -> list[Any]:
+            def produce(n: int) -> list[Any]:
+                ids = [client.enqueue(actors.slow_once, f"{tag}-{n}-{i}", 0.0) for i in range(5)]
+                batch = [((f"{tag}-{n}-b{i}", 0.0), {}) for i in range(150)]  # one COPY
+                return ids + client.enqueue_many(actors.slow_idem_sync, batch)
+
+            with ThreadPoolExecutor(4) as pool:
+                return [i for ids in pool.map(produce, range(4)) for i in ids]
+
+        written = burst("before")
+        cluster.stop()
+        with pytest.raises(StoreUnavailable):
+            client.enqueue(actors.slow_once, "while-down", 0.0)
+        cluster.start()
+        written += burst("after")
+    with psycopg.connect(cluster.dsn) as conn:
+        stored = [row[0] for row in conn.execute("SELECT id FROM taskq.jobs")]
+    assert len(written) == 2 * 4 * 155
+    assert sorted(stored) == sorted(written)

@@ -81,16 +81,16 @@ def test_refused_at_enqueue_alike_on_both_stores_and_nothing_written(
 
 def test_the_limits_are_inclusive(client: Client) -> None:
     ids = [
-        client.enqueue_with(actors.add, nested(MAX_JSON_DEPTH), priority=INT_MAX),
+        client.enqueue_with(actors.add, [nested(MAX_JSON_DEPTH - 1), 2], priority=INT_MAX),
         client.enqueue_with(
             actors.add, [1, 2], priority=INT_MIN, meta={"x": nested(MAX_JSON_DEPTH - 1)}
         ),
-        client.enqueue_with(actors.add, ["a\\u0000b"]),  # an escaped backslash, not a NUL
+        client.enqueue_with(actors.add, ["a\\u0000b", "c"]),  # an escaped backslash, not a NUL
     ]
     first, second, third = (client.get(i) for i in ids)
-    assert first.priority == INT_MAX and first.args == nested(MAX_JSON_DEPTH)
+    assert first.priority == INT_MAX and first.args == [nested(MAX_JSON_DEPTH - 1), 2]
     assert second.priority == INT_MIN and second.meta == {"x": nested(MAX_JSON_DEPTH - 1)}
-    assert third.args == ["a\\u0000b"]
+    assert third.args == ["a\\u0000b", "c"]
 
 
 @pytest.mark.parametrize(

@@ -172,13 +172,15 @@ async def test_enqueue_many_ids_in_order_and_rows(client, n):
 
 
 async def test_enqueue_many_shapes_and_delay(client):
-    ids = await client.enqueue_many(cols, [["a"], ("b", 1), (["c"], {"n": 2}), ((), {})], delay=60)
+    ids = await client.enqueue_many(
+        cols, [["a"], ("b", 1), (["c"], {"n": 2}), ((), {"text": "d"})], delay=60
+    )
     jobs = [await client.get(i) for i in ids]
     assert [(j.args, j.kwargs) for j in jobs] == [
         (["a"], {}),
         (["b", 1], {}),
         (["c"], {"n": 2}),
-        ([], {}),
+        ([], {"text": "d"}),
     ]
     assert all(j.run_at - j.created_at >= timedelta(seconds=59) for j in jobs)
     assert await client.enqueue_many(cols, []) == []

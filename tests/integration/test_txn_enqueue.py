@@ -140,13 +140,13 @@ def test_a_connection_to_another_database_or_schema_or_file_is_refused(client, t
     if target.kind == "sqlite":
         other = sqlite3.connect(tmp_path / "other.sqlite3")
         with pytest.raises(ConfigError, match="not the taskq store's file"):
-            client.enqueue_with(REMEMBER, [], connection=other)
+            client.enqueue_with(REMEMBER, ["no"], connection=other)
         other.close()
         return
     params = conninfo_to_dict(target.dsn)
     with psycopg.connect(make_conninfo("", **{**params, "dbname": "postgres"})) as other_db:
         with pytest.raises(ConfigError, match="reaches database 'postgres'"):
-            client.enqueue_with(REMEMBER, [], connection=other_db)
+            client.enqueue_with(REMEMBER, ["no"], connection=other_db)
     with Client(target.dsn, schema="taskq_no_such_schema") as elsewhere:
         with psycopg.connect(target.dsn) as conn:
             client.enqueue_with(REMEMBER, ["fine"], connection=conn)  # checked and passed
@@ -154,9 +154,9 @@ def test_a_connection_to_another_database_or_schema_or_file_is_refused(client, t
                 elsewhere.enqueue_with(REMEMBER, ["x"], connection=conn)
             conn.rollback()
     with pytest.raises(ConfigError, match="SQLite connection, but the taskq store is"):
-        client.enqueue_with(REMEMBER, [], connection=sqlite3.connect(tmp_path / "x.sqlite3"))
+        client.enqueue_with(REMEMBER, ["no"], connection=sqlite3.connect(tmp_path / "x.sqlite3"))
     with pytest.raises(ConfigError, match="expected a psycopg 3 connection"):
-        client.enqueue_with(REMEMBER, [], connection=object())
+        client.enqueue_with(REMEMBER, ["no"], connection=object())
     assert client.stats()["queued"] == 0
 
 
@@ -263,7 +263,7 @@ async def test_async_psycopg_and_sqlalchemy_connections(pg_target):
         with pytest.raises(ConfigError, match="AsyncClient"):
             async with await psycopg.AsyncConnection.connect(pg_target.dsn) as conn:
                 with Client(pg_target.dsn, schema=pg_target.schema) as sync_client:
-                    sync_client.enqueue_with(REMEMBER, [], connection=conn)
+                    sync_client.enqueue_with(REMEMBER, ["no"], connection=conn)
 
 
 # -- Django ------------------------------------------------------------------------------

@@ -181,7 +181,7 @@ def cmd_retry(ns: argparse.Namespace) -> int:
         count = with_client(ns, lambda c: c.retry_all_dead())
         print(f"re-queued {count} dead job(s)")
         return EXIT_OK
-    from ..client import parse_job_id  # the commands import the client, not the parser
+    from ..inputs import parse_job_id
 
     ids = [parse_job_id(i) for i in ns.ids]  # all ids valid before anything is changed
 
@@ -209,7 +209,7 @@ _CANCEL_SAID = {
 def cmd_cancel(ns: argparse.Namespace) -> int:
     """Exit 0: every job cancelled or being stopped; 3: some had already finished (nothing
     changed for them); 1: some id is unknown (or another error)."""
-    from ..client import parse_job_id, who
+    from ..inputs import parse_job_id, who
 
     ids = [parse_job_id(i) for i in ns.ids]  # all ids valid before anything is changed
 

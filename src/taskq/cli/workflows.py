@@ -109,7 +109,7 @@ def cmd_show(ns: argparse.Namespace) -> int:
 
 
 def cmd_cancel(ns: argparse.Namespace) -> int:
-    from ..client import who
+    from ..inputs import who
 
     async def go(client: AsyncClient) -> int:
         moved = await client.cancel_workflow(ns.id, by=f"cli:{who()}")

@@ -315,9 +315,9 @@ class Store(Protocol):
 @runtime_checkable
 class LocalEnqueue(Protocol):
     """A store that can write plain jobs on the calling thread, with no hop to the
-    store's own thread or loop: the SQLite store (a file on this host). The synchronous
-    ``taskq.Client`` uses it where it can; Postgres has no such path (its driver is
-    async)."""
+    store's own thread or loop: SQLite on a connection of that thread's, Postgres on a
+    synchronous psycopg connection (store/postgres/here.py). The synchronous
+    ``taskq.Client`` uses it for every plain job of an ``Actor`` (taskq/enqueuer.py)."""
 
     def enqueue_columns_here(self, jobs: JobColumns) -> None:
         """``enqueue_columns``, on a connection of the calling thread's own; the store

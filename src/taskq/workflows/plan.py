@@ -14,6 +14,7 @@ from uuid import UUID
 
 from ..ids import uuid7, uuid7_many
 from ..jobs import ActorConfig, JobSpec
+from ..plan import NO_OPTIONS
 from .model import StepRow, WorkflowRow
 
 if TYPE_CHECKING:
@@ -64,9 +65,7 @@ def step_specs(
         actor = ref.step.actor
         if isinstance(actor, str) and actors is not None:
             actor = actors.get(actor, actor)
-        template = builder.template(
-            actor, known=known, queue=None, delay=None, run_at=None, priority=None
-        )
+        template = builder.template(actor, NO_OPTIONS, known)
         specs.append(builder.spec(template, ref.step.args, ref.step.kwargs, job_id))
     return upstream, specs
 

@@ -46,8 +46,11 @@ async def prepare(client: AsyncClient, wf: Workflow) -> WorkflowRow:
     if not isinstance(wf, Workflow):
         raise ConfigError(f"enqueue_workflow takes a taskq.Workflow, got {type(wf).__name__}")
     await client.open()
-    known = await client._known([ref.step.actor for ref in wf.steps])
-    return plan(wf, client._builder, known)
+    enqueuer = client.enqueuer  # the client's builder and its actor configurations
+    known = enqueuer.known(ref.step.actor for ref in wf.steps)
+    if known is None:
+        known = enqueuer.learn(await client.store.actor_configs())
+    return plan(wf, enqueuer.builder, known)
 
 
 async def enqueue(client: AsyncClient, wf: Workflow, connection: Any) -> UUID:

@@ -40,6 +40,8 @@ CHECKOUT_TIMEOUT = 10.0  # waiting for a pooled connection before StoreUnavailab
 #: how long the producer's spare connection (``Connections.producer``) may stay out of
 #: the pool before it goes back (so the pool's max_lifetime and checks still reach it)
 SPARE_MAX_AGE = 60.0
+#: how every connection of the store's own is opened (the pool's, the calling threads')
+CONNECTION_KWARGS: dict[str, Any] = {"autocommit": True}
 _MISSING_SCHEMA = (
     pg_errors.UndefinedTable,
     pg_errors.InvalidSchemaName,
@@ -56,7 +58,7 @@ def first_line(exc: BaseException) -> str:
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
-def hung_up(conn: psycopg.AsyncConnection) -> bool:
+def hung_up(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
     """True if an idle connection's socket has something to read: the server closed it."""
     try:
         readable, _, _ = select.select([conn.fileno()], [], [], 0)
@@ -80,7 +82,7 @@ class Connections:
 
     def __init__(self, dsn: str, schema: str, *, min_size: int, max_size: int) -> None:
         self.schema = schema
-        self._min_size, self._max_size = min_size, max_size
+        self._min_size, self.max_size = min_size, max_size
         self.set_dsn(dsn)
         self.pool: AsyncConnectionPool | None = None
         self._spare: Spare | None = None
@@ -136,9 +138,9 @@ class Connections:
             ) from exc
         pool = AsyncConnectionPool(
             conninfo,
-            kwargs={"autocommit": True},
+            kwargs=CONNECTION_KWARGS,
             min_size=self._min_size,
-            max_size=self._max_size,
+            max_size=self.max_size,
             open=False,
             name=f"taskq-{self.schema}",
             timeout=CHECKOUT_TIMEOUT,
@@ -206,7 +208,7 @@ class Connections:
             raise self.not_open()
         try:
             conn = await pool.getconn(timeout=CHECKOUT_TIMEOUT)
-            for _ in range(self._max_size):
+            for _ in range(self.max_size):
                 if not hung_up(conn):
                     break
                 await conn.close()

@@ -1,7 +1,8 @@
 """The Postgres store: ``Store`` on psycopg 3 async, its SQL from ``postgres.sql``.
 
 The package's parts: ``connections.py`` (the DSN, the pool, the producer's kept
-connection, error mapping), ``claims.py`` (the claim connection and its pipelines),
+connection, error mapping), ``here.py`` (the synchronous ``Client``'s connections),
+``claims.py`` (the claim connection and its pipelines),
 ``listen.py`` (the LISTEN connections: new jobs on channel ``taskq_<schema>``, cancel
 requests), ``insight.py`` (the operator's views). This module is the store itself: one
 method per ``Store`` call, each one statement (or one pipeline) on one of those
@@ -58,6 +59,7 @@ from ..sqlfile import load_migrations, load_queries
 from .claims import Claimer
 from .codec import CODEC, utc
 from .connections import Connections, first_line
+from .here import HereConnections
 from .insight import PostgresInsight
 from .listen import Listener
 from .upkeep import Upkeep
@@ -92,13 +94,17 @@ class PostgresStore(PostgresWorkflows, Upkeep):
         self.channel = channel_for(self.schema)
         self.cancel_channel = channel_for(self.schema, "cancel")
         self._db = Connections(dsn, self.schema, min_size=min_size, max_size=max_size)
+        self.enqueue_sql = pg_statements(self.schema)  # also run on callers' connections
+        # the synchronous Client's enqueue on its calling threads (LocalEnqueue)
+        self._here = HereConnections(
+            self._db, self.enqueue_sql, copy_threshold=COPY_THRESHOLD, copy_block=COPY_BLOCK
+        )
         self._claimer = Claimer(self._db, CODEC)
         self._listener = Listener(lambda: self._listen(Q["listen"], self.channel))
         self._cancel_listener = Listener(
             lambda: self._listen(Q["listen_cancels"], self.cancel_channel)
         )
         self.insight = PostgresInsight(self._db, CODEC)
-        self.enqueue_sql = pg_statements(self.schema)  # also run on callers' connections
         self._identity: tuple[Any, ...] | None = None
 
     @property
@@ -113,10 +119,12 @@ class PostgresStore(PostgresWorkflows, Upkeep):
         await self._listener.close()
         await self._cancel_listener.close()
         await self._claimer.close()
+        self._here.close()
         await self._db.close()
 
     async def reconnect(self, dsn: str | None = None) -> None:
         old_pool = await self._db.replace_pool(dsn)
+        self._here.replace()
         self._identity = None
         await self._listener.close()
         await self._cancel_listener.close()
@@ -209,6 +217,14 @@ class PostgresStore(PostgresWorkflows, Upkeep):
             raise self._db.translate(exc) from exc
         finally:
             await self._db.release(spare, ok)
+
+    def enqueue_columns_here(self, jobs: JobColumns) -> None:
+        """``enqueue_columns`` on the calling thread, on a synchronous connection
+        (``LocalEnqueue``, here.py); the store must be open."""
+        if self._db.pool is None:
+            raise self._db.not_open()
+        if jobs.ids:
+            self._here.write(jobs)
 
     async def _stage_jobs(
         self, conn: psycopg.AsyncConnection, specs: Sequence[JobSpec]

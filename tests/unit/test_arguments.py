@@ -1,0 +1,90 @@
+"""``taskq.arguments.check_arguments``: an actor's arguments against its function's
+signature, the rule ``enqueue`` (and a workflow's ``add``) applies before writing."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+
+import taskq
+from taskq import arguments
+from taskq.arguments import check_arguments
+
+registry = taskq.Registry()
+
+
+@registry.actor
+def resize(path: str, width: int = 0, *, mode: str = "fit") -> None: ...
+
+
+@registry.actor
+def keyed(*, token: str) -> None: ...
+
+
+@registry.actor
+def anything(*args: Any, **kwargs: Any) -> None: ...
+
+
+def logged(fn: Any) -> Any:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@registry.actor
+@logged
+def wrapped(path: str) -> None: ...
+
+
+unreadable = registry.actor(name="unreadable")(max)  # a builtin: no signature to read
+
+
+@pytest.mark.parametrize(
+    ("actor", "args", "kwargs"),
+    [
+        (resize, ("a",), {}),
+        (resize, ("a", 1), {"mode": "crop"}),
+        (resize, (), {"path": "a", "width": 2}),
+        (keyed, (), {"token": "t"}),
+        (anything, (1, 2, 3), {"x": 1}),
+        (wrapped, ("a",), None),
+        (unreadable, (), {"nonsense": 1}),
+    ],
+)
+def test_arguments_that_fit(actor, args, kwargs) -> None:
+    check_arguments(actor, args, kwargs)
+
+
+@pytest.mark.parametrize(
+    ("actor", "args", "kwargs", "why"),
+    [
+        (resize, ("a",), {"widht": 3}, "got an unexpected keyword argument 'widht'"),
+        (resize, (), {}, "missing a required argument: 'path'"),
+        (resize, ("a", 1, 2), {}, "too many positional arguments: 3 given, at most 2"),
+        (keyed, (), {}, "missing a required argument: 'token'"),
+        (keyed, ("t",), {}, "too many positional arguments"),
+        (wrapped, ("a",), {"paht": "a"}, "unexpected keyword argument 'paht'"),
+    ],
+)
+def test_arguments_that_do_not_fit_name_the_parameter(actor, args, kwargs, why) -> None:
+    with pytest.raises(taskq.ArgumentsMismatch, match=why) as raised:
+        check_arguments(actor, args, kwargs)
+    assert f"actor {actor.name!r}" in str(raised.value)
+    assert isinstance(raised.value, taskq.PayloadError)  # refused at enqueue, nothing written
+
+
+def test_shapes_that_are_not_json_are_left_to_the_payload_rules() -> None:
+    check_arguments(resize, "abc", {})  # type: ignore[arg-type]  # a str is not a list
+    check_arguments(resize, 3, {})  # type: ignore[arg-type]
+    check_arguments(resize, ("a",), {1: 2})  # type: ignore[dict-item]
+
+
+def test_the_signature_is_read_once_per_function() -> None:
+    check_arguments(resize, ("a",))
+    fit = arguments._fits[resize.fn]
+    check_arguments(resize, ("b",), {"width": 1})
+    assert arguments._fits[resize.fn] is fit
