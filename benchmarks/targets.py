@@ -238,6 +238,18 @@ def evaluate(cases: dict, derived: dict) -> list[dict]:
             "{:.2f}x",
         ),
         _check(
+            "sync single enqueue (taskq.Client) >= 2.5x procrastinate's defer",
+            _ratio(cases, "sync_enqueue", "procrastinate", "single_per_s"),
+            lambda v: v >= 2.5,
+            "{:.2f}x",
+        ),
+        _check(
+            "sync single enqueue (taskq.Client) >= 1.2x Celery's delay() on Redis",
+            _ratio(cases, "sync_enqueue", "celery", "single_per_s"),
+            lambda v: v >= 1.2,
+            "{:.2f}x",
+        ),
+        _check(
             "latency p50 <= 0.75x PgQueuer's (lower is better)",
             _ratio(cases, "latency", "pgqueuer", "p50_ms"),
             lambda v: v <= 0.75,

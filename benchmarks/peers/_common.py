@@ -74,6 +74,7 @@ def base_parser(scenarios: Sequence[str]) -> argparse.ArgumentParser:
     p.add_argument("--dsn", default="")
     p.add_argument("--n", type=int, default=1000)
     p.add_argument("--single", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=200, help="sync_enqueue: untimed calls first")
     p.add_argument("--batch", type=int, default=1000)
     p.add_argument("--concurrency", type=int, default=0, help="0: the peer's default")
     p.add_argument("--interval", type=float, default=0.02)
@@ -428,6 +429,28 @@ def recovery_bare(peer: Peer, args: argparse.Namespace) -> dict:
     }
 
 
+def one_by_one(call: Callable[[str], None], n: int, prefix: str = "s") -> float:
+    """Seconds ``n`` calls of ``call`` took, one after the other (keys ``<prefix><i>``)."""
+    t0 = time.perf_counter()
+    for i in range(n):
+        call(f"{prefix}{i}")
+    return time.perf_counter() - t0
+
+
+def sync_single(call: Callable[[str], None], args: argparse.Namespace) -> dict:
+    """The enqueue a web request pays: one job at a time on this thread, through the
+    system's synchronous API; ``args.warmup`` calls first (connections opened, statements
+    prepared), then ``args.single`` timed."""
+    one_by_one(call, args.warmup, "w")
+    elapsed = one_by_one(call, args.single)
+    return {
+        "warmup": args.warmup,
+        "single_jobs": args.single,
+        "single_per_s": args.single / elapsed,
+        "single_us": elapsed / args.single * 1e6,
+    }
+
+
 def enqueue_rates(
     peer: Peer,
     args: argparse.Namespace,
@@ -439,10 +462,7 @@ def enqueue_rates(
     for start in range(0, len(keys), args.batch):
         batch_call(keys[start : start + args.batch])
     batch_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for i in range(args.single):
-        single_call(f"s{i}")
-    single_s = time.perf_counter() - t0
+    single_s = one_by_one(single_call, args.single)
     return {
         "batch_jobs": args.n,
         "batch_size": args.batch,

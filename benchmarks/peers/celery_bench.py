@@ -7,7 +7,8 @@ deleted before the run. Results are ignored (``task_ignore_result``). The worker
 its default concurrency (``os.cpu_count()`` processes), prefetch multiplier 4, early
 acknowledgement, mingle, gossip and heartbeats on. A case at a given concurrency (the
 drains "at 32" and the sweep) runs ``--pool threads --concurrency N``, Celery's pool
-for I/O-bound work. Enqueue: ``task.delay()``; batches: ``group(...).apply_async()``
+for I/O-bound work. Enqueue: ``task.delay()`` (also ``sync_enqueue``, the enqueue a web
+request pays); batches: ``group(...).apply_async()``
 (Celery has no multi-message publish: a group publishes its messages one by one).
 """
 
@@ -22,7 +23,7 @@ from pathlib import Path
 import _common
 import _cpu
 
-PARSER = _common.base_parser(["enqueue", "drain", "latency", "cpu_drain"])
+PARSER = _common.base_parser(["enqueue", "drain", "latency", "cpu_drain", "sync_enqueue"])
 _cpu.add_arguments(PARSER)
 ARGS = PARSER.parse_args()
 _url, _, _prefix = (ARGS.dsn or "redis://127.0.0.1:6379/10").partition("#")
@@ -99,7 +100,17 @@ def cpu_drain(peer: CeleryPeer, args: argparse.Namespace) -> dict:
 def main() -> None:
     if ARGS.scenario == "worker":
         raise SystemExit("celery_bench.py: the worker is `python -m celery -A celery_app worker`")
-    _common.run_main(ARGS, CeleryPeer, {**_common.SHARED, "drain": drain, "cpu_drain": cpu_drain})
+    _common.run_main(
+        ARGS,
+        CeleryPeer,
+        {
+            **_common.SHARED,
+            "drain": drain,
+            "cpu_drain": cpu_drain,
+            # the enqueue a web request pays: task.delay(), as it is
+            "sync_enqueue": lambda peer, a: _common.sync_single(peer.enqueue_one, a),
+        },
+    )
 
 
 if __name__ == "__main__":

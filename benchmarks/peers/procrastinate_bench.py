@@ -3,7 +3,11 @@
 ``App(connector=PsycopgConnector(...))``, schema applied with ``SchemaManager``, one
 worker process running ``app.run_worker_async()`` with its defaults (concurrency 1,
 LISTEN/NOTIFY on, 5 s polling fallback); "at 32" sets ``concurrency=32``. Batch
-enqueue is ``Task.batch_defer_async`` (one INSERT per batch).
+enqueue is ``Task.batch_defer_async`` (one INSERT per batch). ``sync_enqueue`` (the
+enqueue a web request pays) is the synchronous ``Task.defer`` of an app opened with
+``app.open()``, procrastinate's documented setup for sync code: the connector then makes
+its ``SyncPsycopgConnector`` (a psycopg ``ConnectionPool`` that checks each connection
+it hands out); the async pool is never opened.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import _common
 from procrastinate import App, PsycopgConnector
 
 events = _common.Events()
-PARSER = _common.base_parser(["enqueue", "drain", "latency", "recovery_bare"])
+PARSER = _common.base_parser(["enqueue", "drain", "latency", "recovery_bare", "sync_enqueue"])
 ARGS = PARSER.parse_args()
 app = App(connector=PsycopgConnector(conninfo=ARGS.dsn))
 
@@ -86,6 +90,25 @@ class ProcrastinatePeer(_common.Peer):
         self.runner.close()
 
 
+class SyncDeferPeer:
+    """procrastinate from synchronous code: ``app.open()``, ``task.defer()``."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        app.open()
+        sync = app.connector.get_sync_connector()
+        installed = sync.execute_query_one(
+            "SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present"
+        )
+        if not installed["present"]:
+            app.schema_manager.apply_schema()
+
+    def defer_one(self, key: str) -> None:
+        noop.defer(key=key)
+
+    def close(self) -> None:
+        app.close()
+
+
 async def _worker(args: argparse.Namespace) -> None:
     async with app.open_async():
         kwargs = {}
@@ -98,6 +121,13 @@ def main() -> None:
     args = ARGS
     if args.scenario == "worker":
         asyncio.run(_worker(args))
+        return
+    if args.scenario == "sync_enqueue":
+        _common.run_main(
+            args,
+            SyncDeferPeer,  # type: ignore[arg-type]  # run_main only builds and closes it
+            {"sync_enqueue": lambda peer, a: _common.sync_single(peer.defer_one, a)},
+        )
         return
     _common.run_main(
         args,

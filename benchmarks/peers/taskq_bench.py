@@ -108,6 +108,15 @@ class TaskqPeer(_common.Peer):
         self.runner.close()
 
 
+def sync_enqueue(peer: TaskqPeer, args: argparse.Namespace) -> dict:
+    """The enqueue a web request pays: ``taskq.Client.enqueue`` (synchronous; on Postgres
+    written on the calling thread's kept connection)."""
+    with taskq.Client(args.dsn, schema=SCHEMA) as client:
+        result = _common.sync_single(lambda key: client.enqueue(ACTOR, key), args)
+    result["client"] = "taskq.Client"
+    return result
+
+
 def enqueue(peer: TaskqPeer, args: argparse.Namespace) -> dict:
     """The shared enqueue scenario; on SQLite (taskq.Client, synchronous, as Huey's API)
     the AsyncClient's single enqueue is measured after it too, for information."""
@@ -495,6 +504,7 @@ def main() -> None:
             "rss",
             "soak",
             "cpu_drain",
+            "sync_enqueue",
         ]
     )
     _cpu.add_arguments(parser)
@@ -525,6 +535,7 @@ def main() -> None:
         {
             **_common.SHARED,
             "enqueue": enqueue,
+            "sync_enqueue": sync_enqueue,
             "recovery_workgroup": recovery_workgroup,
             "claim_scaling": claim_scaling,
             "ceiling": ceiling,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from . import ceiling, claims, cpu, latency, memory, recovery, soak, sqlite, throughput
+from . import ceiling, claims, cpu, latency, memory, recovery, soak, sqlite, throughput, web
 from .base import Case, Metric, lookup
 
 CASES: tuple[Case, ...] = (
     *throughput.CASES,
+    *web.CASES,
     *latency.CASES,
     *recovery.CASES,
     *claims.CASES,

@@ -63,10 +63,13 @@ def test_quick_taskq_bench_writes_results(pg_dsn: str, tmp_path: Path) -> None:
     assert {"machine", "systems", "cases", "targets", "derived"} <= results.keys()
     assert "autovacuum" in results["machine"]["postgres_settings"]
     assert set(results["systems"]) == {"taskq"}
-    assert set(results["cases"]) == {"enqueue", "drain_default", "drain_32"}
+    assert set(results["cases"]) == {"enqueue", "sync_enqueue", "drain_default", "drain_32"}
     enqueue = only_run(results, "enqueue")
     assert enqueue["batch_jobs"] > 0 and enqueue["single_jobs"] > 0
     assert {"batch_per_s", "single_per_s"} <= enqueue.keys()
+    web = only_run(results, "sync_enqueue")  # taskq.Client, after its untimed warm-up
+    assert web["client"] == "taskq.Client" and web["warmup"] > 0
+    assert web["single_jobs"] == results["cases"]["sync_enqueue"]["params"]["single"]
     for case in ("drain_default", "drain_32"):
         run = only_run(results, case)
         assert run["jobs"] == results["cases"][case]["params"]["n"]
@@ -81,7 +84,7 @@ def test_quick_taskq_bench_writes_results(pg_dsn: str, tmp_path: Path) -> None:
     assert len(peer_targets) == 8
     for t in peer_targets:
         assert t == {**t, "value": targets.NOT_MEASURED, "met": None}
-    assert "targets (issues 13, 24):" in stdout
+    assert "targets (issues 13, 24, 26):" in stdout
 
 
 def test_quick_cpu_drains_beside_the_bare_executor(pg_dsn: str, tmp_path: Path) -> None:
