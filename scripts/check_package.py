@@ -41,8 +41,8 @@ PIP = [sys.executable, "-m", "pip"]
 #: files each distribution must carry (a glob relative to the package or source root)
 WHEEL_DATA = (
     "taskq/py.typed",
-    "taskq/store/postgres.sql",
-    "taskq/store/sqlite.sql",
+    "taskq/store/postgres/postgres.sql",
+    "taskq/store/sqlite/sqlite.sql",
     "taskq/store/migrations/postgres/0001_initial.sql",
     "taskq/store/migrations/sqlite/0001_initial.sql",
     "taskq/store/schema/postgres.sql",

@@ -50,7 +50,7 @@ OUTAGE = 12.0
 HEARTBEAT = 0.5
 RESTARTS = "taskq_pool_worker_restarts_total"
 #: the components that call the store, each with its own backoff (taskq.worker.outage)
-COMPONENTS = {"fetcher", "acker", "heartbeat", "sweeper", "cancel-watcher"}
+COMPONENTS = {"fetcher", "acker", "heartbeat", "sweeper", "cancel-watcher", "backlog"}
 
 
 def postgres_bin() -> Path:

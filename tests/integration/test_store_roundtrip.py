@@ -14,17 +14,18 @@ from taskq.jobs import JobSpec
 from taskq.payload import encode_arguments
 from taskq.store import create_store
 
+text = st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)))
 scalars = (
     st.none()
     | st.booleans()
     | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text()  # any unicode, \u0000 included (no lone surrogates: not UTF-8)
-    | st.sampled_from(["\u0000", "a\u0000b", "\U0001f600", "\u2028", '"\\', "é\u0301"])
+    | text  # any unicode but NUL and lone surrogates, which enqueue refuses (InvalidText)
+    | st.sampled_from(["\U0001f600", "\u2028", '"\\', "é\u0301", "\x01\x7f"])
 )
 json_values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(), inner, max_size=5),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(text, inner, max_size=5),
     max_leaves=25,
 )
 
@@ -57,7 +58,7 @@ def test_arguments_round_trip_unchanged(target):
         )
         @given(
             args=st.lists(json_values, max_size=6),
-            kwargs=st.dictionaries(st.text(), json_values, max_size=6),
+            kwargs=st.dictionaries(text, json_values, max_size=6),
         )
         def check(args, kwargs):
             args_json, kwargs_json = encode_arguments(args, kwargs, actor="tests.echo")

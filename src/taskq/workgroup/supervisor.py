@@ -541,7 +541,8 @@ class Supervisor:
         if unhealthy is not None:
             cause = f"unhealthy ({unhealthy}); {cause}"
         child.last_exit_cause = cause
-        asked = self.stopping or child.state is ChildState.STOPPING
+        # a child killed for failing its health check did not stop because it was asked to
+        asked = (self.stopping or child.state is ChildState.STOPPING) and unhealthy is None
         log.event(
             WORKGROUP_CHILD_STOPPED if asked else WORKGROUP_CHILD_EXITED,
             worker=name,
