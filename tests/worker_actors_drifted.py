@@ -1,4 +1,6 @@
-"""The actors of ``tests.worker_actors`` as a later deploy changed them (drift tests)."""
+"""The actors of ``tests.worker_actors`` as later deploys changed them (drift tests):
+``registry`` changes how ``remember`` runs (taken on, logged); ``moved`` also changes
+where its jobs go (refused unless forced)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,14 @@ from taskq import Registry
 registry = Registry()
 
 
-@registry.actor(max_attempts=7, idempotent=False)
+@registry.actor(max_attempts=7, idempotent=True)
 async def remember(key: str) -> dict:
+    return {"key": key}
+
+
+moved = Registry()
+
+
+@moved.actor(name="remember", queue="elsewhere", max_attempts=7, idempotent=True)
+async def remember_elsewhere(key: str) -> dict:
     return {"key": key}

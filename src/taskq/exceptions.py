@@ -153,7 +153,8 @@ class InvalidJobState(TaskqError):
 
 
 class ActorConfigDrift(TaskqError):
-    """the registry's actor configuration differs from the stored one."""
+    """the registry moves an actor to another queue than the stored one (a change of
+    where jobs go: taken on only with --force-update-actor-config)."""
 
 
 class CrashLoop(TaskqError):

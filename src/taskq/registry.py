@@ -95,7 +95,18 @@ class Actor(Generic[P, R]):
             idempotent=self.idempotent,
             cpu_bound=self.cpu_bound,
             timeout=self.timeout,
-            extra={"max_unblamed_crashes": self.max_unblamed_crashes},
+            # recorded for the crash rules (max_unblamed_crashes), enqueue by name
+            # (priority) and the diff a new version of the code logs (all of them)
+            extra={
+                "max_unblamed_crashes": self.max_unblamed_crashes,
+                "priority": self.priority,
+                "retry_backoff": [
+                    self.retry_backoff.initial,
+                    self.retry_backoff.factor,
+                    self.retry_backoff.maximum,
+                ],
+                "max_snoozes": self.max_snoozes,
+            },
         )
 
 

@@ -129,7 +129,8 @@ class JobBuilder:
             max_attempts = cfg.max_attempts if cfg else DEFAULT_MAX_ATTEMPTS
             max_crashes = cfg.max_crashes if cfg else DEFAULT_MAX_CRASHES
             idempotent = cfg.idempotent if cfg else False
-            default_priority = 0
+            recorded = cfg.extra.get("priority") if cfg else None  # the latest code's default
+            default_priority = recorded if isinstance(recorded, int) else 0
         else:
             raise ConfigError(
                 f"actor must be a taskq Actor or an actor name, got {type(actor).__name__}"

@@ -397,21 +397,37 @@ async def test_sighup_reloads_a_good_dsn_file_and_survives_a_bad_one(
     assert worker.wait() == exit_codes.OK
 
 
-async def test_actor_config_drift_refuses_to_start_unless_forced(target, store, spawn):
+async def test_actor_options_in_code_take_effect_and_a_queue_change_needs_force(
+    target, store, spawn
+):
     first = spawn()
     first.wait_for_event("worker-started")
     first.signal(signal.SIGTERM)
     assert first.wait() == exit_codes.OK
-    drifted = spawn("--actors", "tests.worker_actors_drifted:registry")
-    assert drifted.wait() == exit_codes.CANNOT_START
-    (line,) = drifted.events("worker-cannot-start")
-    assert "remember" in line["error"] and "max_attempts" in line["error"]
-    assert not drifted.events("worker-started")
-    forced = spawn(
-        "--actors", "tests.worker_actors_drifted:registry", "--force-update-actor-config"
-    )
-    forced.wait_for_event("worker-started")
+    # how a job runs: the new code's options are recorded and logged once
+    changed = spawn("--actors", "tests.worker_actors_drifted:registry")
+    changed.wait_for_event("worker-started")
+    (updated,) = changed.events("actor-config-updated")
+    assert updated["differences"] == ["remember: max_attempts 3 -> 7"]
     assert (await store.actor_configs())["remember"].max_attempts == 7
+    changed.signal(signal.SIGTERM)
+    assert changed.wait() == exit_codes.OK
+    # where jobs go: refused, with one line that says what to do; nothing written
+    moved = spawn("--actors", "tests.worker_actors_drifted:moved")
+    assert moved.wait() == exit_codes.CANNOT_START
+    (line,) = moved.events("worker-cannot-start")
+    assert line["error"].startswith(
+        "actor 'remember' moved from queue 'default' to 'elsewhere': jobs enqueued by name"
+    )
+    assert "--force-update-actor-config" in line["error"]
+    assert moved.log_path.read_text().splitlines()[-1] == f"taskq: {line['error']}"
+    assert not moved.events("worker-started")
+    assert (await store.actor_configs())["remember"].queue == "default"
+    forced = spawn("--actors", "tests.worker_actors_drifted:moved", "--force-update-actor-config")
+    forced.wait_for_event("worker-started")
+    (updated,) = forced.events("actor-config-updated")
+    assert updated["differences"] == ["remember: queue 'default' -> 'elsewhere'"]
+    assert (await store.actor_configs())["remember"].queue == "elsewhere"
     forced.signal(signal.SIGTERM)
     assert forced.wait() == exit_codes.OK
 

@@ -3,6 +3,8 @@ worker rows, against every engine (``tests/conformance/conftest.py``)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -222,16 +224,42 @@ async def test_actor_configs_sync_and_drift(store):
     assert stored["tests.other"].timeout is None
     assert await store.sync_actor_configs([actor()], force=False) == []
 
-    changed = actor(max_attempts=5, queue="big")
-    differences = await store.sync_actor_configs([changed, actor("tests.new")], force=False)
-    assert sorted(differences) == [
+    # how a job runs changes with the code: written, and returned once
+    runs = actor(max_attempts=5, timeout=None)
+    differences = await store.sync_actor_configs([runs], force=False)
+    assert sorted(map(str, differences)) == [
         "tests.resize: max_attempts 3 -> 5",
-        "tests.resize: queue 'images' -> 'big'",
+        "tests.resize: timeout 30.0 -> None",
+    ]
+    assert not any(d.routes for d in differences)
+    assert (await store.actor_configs())["tests.resize"] == runs
+    assert await store.sync_actor_configs([runs], force=False) == []
+
+    # where jobs go (the queue) only when forced: else nothing is written
+    moved = actor(max_attempts=7, queue="big")
+    differences = await store.sync_actor_configs([moved, actor("tests.new")], force=False)
+    assert [(str(d), d.routes) for d in differences] == [
+        ("tests.resize: queue 'images' -> 'big'", True),
+        ("tests.resize: max_attempts 5 -> 7", False),
+        ("tests.resize: timeout None -> 30.0", False),
     ]
     after = await store.actor_configs()
-    assert after["tests.resize"] == actor() and "tests.new" not in after  # nothing written
+    assert after["tests.resize"] == runs and "tests.new" not in after
+    assert len(await store.sync_actor_configs([moved], force=True)) == 3
+    assert (await store.actor_configs())["tests.resize"] == moved
 
-    assert len(await store.sync_actor_configs([changed], force=True)) == 2
+
+async def test_of_workers_recording_one_change_at_once_exactly_one_sees_it(store, target):
+    """The read and the write are one transaction: ten stores (ten workers' connections)
+    syncing the same change at once get it back once between them (one log line)."""
+    await store.sync_actor_configs([actor()], force=False)
+    changed = actor(max_attempts=9)
+    async with contextlib.AsyncExitStack() as stack:
+        others = [await stack.enter_async_context(another_store(target)) for _ in range(10)]
+        results = await asyncio.gather(
+            *(s.sync_actor_configs([changed], force=False) for s in others)
+        )
+    assert sorted(len(r) for r in results) == [0] * 9 + [1]
     assert (await store.actor_configs())["tests.resize"] == changed
 
 

@@ -66,7 +66,9 @@ ACTOR_CONFIG_UPDATED = _e(
     "actor-config-updated",
     WARNING,
     "differences",
-    "stored actor options differed from the registry's and were overwritten",
+    "this worker's code changed actor options (`differences`: `actor: option old -> new`) "
+    "and recorded them: logged once, by the one worker that wrote the change (a change "
+    "of queue only with --force-update-actor-config)",
 )
 HEALTH_SERVER_STARTED = _e(
     "health-server-started",

@@ -46,6 +46,7 @@ from ..jobs import (
     WorkerInfo,
 )
 from ..workflows.model import StepRow, WorkflowInfo, WorkflowRow
+from .drift import Difference
 from .insight import Insight
 
 
@@ -185,9 +186,14 @@ class Store(Protocol):
     async def actor_configs(self) -> dict[str, ActorConfig]:
         """Actor configuration recorded by workers (enqueue by name uses it)."""
 
-    async def sync_actor_configs(self, configs: Sequence[ActorConfig], *, force: bool) -> list[str]:
-        """Record configs. Return human-readable differences from what was stored; if
-        there are differences and not ``force``, nothing is written."""
+    async def sync_actor_configs(
+        self, configs: Sequence[ActorConfig], *, force: bool
+    ) -> list[Difference]:
+        """Record ``configs``; return how they differ from what was stored (``drift``).
+        A difference of where jobs go (``Difference.routes``: an actor's queue) is
+        written only with ``force``: without it nothing is written, and the caller
+        refuses to start. The read and the write are one transaction, so of workers
+        starting at once with the same change exactly one gets it back (and logs it)."""
 
     # -- workers ---------------------------------------------------------------------
     async def register_worker(self, info: WorkerInfo) -> None: ...

@@ -130,7 +130,8 @@ class WorkerConfig:
     force_update_actor_config: bool = option(
         False,
         Switch(),
-        "start even if the stored actor options differ from the registry's, and overwrite them",
+        "also record a change of where an actor's jobs go (its queue), which is refused "
+        "without it; other changed actor options are recorded anyway (for one deploy)",
     )
     prefetch: int | None = option(
         0,
@@ -147,7 +148,8 @@ class WorkerConfig:
     cpu_workers: int | None = option(
         None,
         _COUNT,
-        "processes in the CPU pool (started only with cpu_bound actors)",
+        "processes in the CPU pool (started only when a consumed queue has a cpu_bound "
+        "actor, or at the first cpu_bound job)",
         shown="cores",
     )
     cpu_max_tasks_per_child: int | None = option(

@@ -71,6 +71,7 @@ from ..registry import Registry, load_registry
 from ..restart import RestartPolicy
 from ..settings import dsn_kind, read_dsn_file, redact
 from ..store import Store, create_store
+from ..store.drift import routing_refusal
 from ..wakeups import Wakeups
 from .acker import Acker
 from .buffer import JobBuffer
@@ -278,16 +279,15 @@ class Worker:
                 await s.close()
 
     async def _check_actor_configs(self, store: Store, registry: Registry) -> None:
+        """Record this code's actor options. How a job runs changes with the code (logged
+        once, by the one worker that wrote it); where jobs go (a queue) only when forced."""
         force = self.config.force_update_actor_config
         differences = await store.sync_actor_configs([a.config() for a in registry], force=force)
-        if differences and not force:
-            raise ActorConfigDrift(
-                "actor configuration differs from the stored one: "
-                + "; ".join(differences)
-                + " (start with --force-update-actor-config to overwrite it)"
-            )
+        refused = [d for d in differences if d.routes]
+        if refused and not force:
+            raise ActorConfigDrift(routing_refusal(refused))
         if differences:
-            log.event(ACTOR_CONFIG_UPDATED, differences=differences)
+            log.event(ACTOR_CONFIG_UPDATED, differences=[str(d) for d in differences])
 
     def _build(
         self, store: Store, hb_store: Store, registry: Registry, middleware: list[Middleware]

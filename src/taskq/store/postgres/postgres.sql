@@ -291,6 +291,11 @@ RETURNING jobs.id;
 SELECT name, queue, max_attempts, max_crashes, idempotent, cpu_bound, timeout, extra::text
 FROM actors ORDER BY name;
 
+-- name: actor_configs_lock
+-- description: Serialise workers comparing and recording actor configurations (one of
+-- several starting at once with the same change sees it) until the transaction ends.
+SELECT pg_advisory_xact_lock(hashtext(%(key)s));
+
 -- name: upsert_actor_configs
 -- description: Record a batch of actor configurations (insert or overwrite).
 INSERT INTO actors AS a (name, queue, max_attempts, max_crashes, idempotent, cpu_bound,

@@ -43,7 +43,7 @@ from ...jobs import (
 from ...logs import get_logger
 from ...settings import validate_schema
 from .. import pgarray
-from ..drift import config_differences
+from ..drift import Difference, config_differences
 from ..enqueue import (
     columns_insert,
     copy_columns,
@@ -383,11 +383,19 @@ class PostgresStore(PostgresWorkflows, Upkeep):
         rows = await self._db.fetchall("actor_configs")
         return {r["name"]: CODEC.actor_config(r) for r in rows}
 
-    async def sync_actor_configs(self, configs: Sequence[ActorConfig], *, force: bool) -> list[str]:
-        differences = config_differences(await self.actor_configs(), configs)
-        if (differences and not force) or not configs:
-            return differences
-        async with self._db.connection() as conn:
+    async def sync_actor_configs(
+        self, configs: Sequence[ActorConfig], *, force: bool
+    ) -> list[Difference]:
+        if not configs:
+            return []
+        async with self._db.connection() as conn, conn.transaction():
+            await conn.execute(Q["actor_configs_lock"], {"key": f"taskq-actors:{self.schema}"})
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(Q["actor_configs"])
+            stored = {r["name"]: CODEC.actor_config(r) for r in await cur.fetchall()}
+            differences = config_differences(stored, configs)
+            if not force and any(d.routes for d in differences):
+                return differences
             await conn.execute(
                 Q["upsert_actor_configs"],
                 {

@@ -41,7 +41,7 @@ from ...jobs import (
 )
 from ...logs import get_logger
 from ...settings import sqlite_path
-from ..drift import config_differences
+from ..drift import Difference, config_differences
 from ..enqueue import sqlite_column_rows, sqlite_enqueue
 from ..queues import limits_from_row, overview
 from ..sqlfile import load_queries
@@ -355,9 +355,9 @@ class SqliteStore(SqliteWorkflows, Upkeep):
     async def actor_configs(self) -> dict[str, ActorConfig]:
         return await self.run(self._actor_configs)
 
-    def _sync_actor_configs(self, configs: Sequence[ActorConfig], force: bool) -> list[str]:
-        differences = config_differences(self._actor_configs(), configs)
-        if differences and not force:
+    def _sync_actor_configs(self, configs: Sequence[ActorConfig], force: bool) -> list[Difference]:
+        differences = config_differences(self._actor_configs(), configs)  # in the write
+        if not force and any(d.routes for d in differences):
             return differences
         now = time.time()
         self.db.executemany(
@@ -379,7 +379,9 @@ class SqliteStore(SqliteWorkflows, Upkeep):
         )
         return differences
 
-    async def sync_actor_configs(self, configs: Sequence[ActorConfig], *, force: bool) -> list[str]:
+    async def sync_actor_configs(
+        self, configs: Sequence[ActorConfig], *, force: bool
+    ) -> list[Difference]:
         return await self.run(self.write, self._sync_actor_configs, configs, force)
 
     # -- workers ---------------------------------------------------------------------
