@@ -290,17 +290,20 @@ class JobBuilder:
         args_json: list[str] = []
         kwargs_json: list[str] = []
         add_args, add_kwargs = args_json.append, kwargs_json.append
+        # the loop's names as locals, and the size a JSON text of this many characters
+        # surely fits in (UTF-8 is at most 4 bytes a character; 8 for "{}" and slack)
+        dumps, size, arg_types, room = fast_dumps, len, _ARGS_TYPES, (max_bytes - 8) // 4
         for item in items:
             if (
                 type(item) is tuple
-                and len(item) == 2
+                and size(item) == 2
                 and type(item[1]) is dict
                 and not item[1]
-                and type(args := item[0]) in _ARGS_TYPES
-                and low <= len(args) <= high
+                and type(args := item[0]) in arg_types
+                and low <= size(args) <= high
             ):
-                encoded = fast_dumps(args) if args else "[]"
-                if encoded is not None and len(encoded) * 4 + 8 <= max_bytes:
+                encoded = dumps(args) if args else "[]"
+                if encoded is not None and size(encoded) <= room:
                     add_args(encoded)
                     add_kwargs("{}")
                     continue
