@@ -12,7 +12,7 @@ ADAPTER = Adapter(
     backend="postgres",
     requirements=("procrastinate>=3.10,<3.11", "psycopg[binary,pool]>=3.1,<4"),
     defaults="run_worker_async() defaults: concurrency 1, LISTEN/NOTIFY, 5 s poll; "
-    "defer_async / batch_defer_async",
+    "defer_async / batch_defer_async; sync_enqueue: defer() after app.open()",
     # it never re-runs a dead worker's jobs by itself: 45 s (past its 30 s
     # stalled_worker_timeout) shows that without waiting the full window
     overrides={"recovery_bare": {"observe": 45}},
