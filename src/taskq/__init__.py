@@ -18,7 +18,8 @@ Layout (see docs/architecture.md for the picture):
 * ``enqueuer``   the one enqueue both clients share: ``plan`` (``EnqueuePlan``, the
                  options value), ``specs`` (the builder), ``arguments`` (the signature
                  check)
-* ``worker/``    the worker process: fetch, supervise consumers, run, ack, heartbeat, sweep
+* ``worker/``    the worker process: fetch, supervise consumers, run, ack, heartbeat, rescue,
+                 prune
 * ``procpool``   the CPU process pool for ``cpu_bound`` actors
 * ``workgroup/`` the supervisor of worker processes (``taskq workgroup``)
 * ``exceptions`` every error, rooted at ``TaskqError``; ``exit_codes`` every exit code

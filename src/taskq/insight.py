@@ -3,7 +3,7 @@ and the jobs table's upkeep.
 
 Read from the store by the operator's ``Insight`` (``store.insight``: ``queue_backlog``,
 ``queue_statuses``, ``queue_activity``, ``browse_jobs``, ``job_errors``,
-``list_workgroups``) and the sweeper's ``Store.autovacuum`` and ``vacuum_jobs``; no
+``list_workgroups``) and the pruner's ``Store.autovacuum`` and ``vacuum_jobs``; no
 behaviour here beyond wording.
 """
 

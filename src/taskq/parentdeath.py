@@ -12,7 +12,7 @@ thing ``import taskq`` does (before asyncio, psycopg or the user's actors are im
    subreaper), which the kernel will never signal, so it exits at once, before it can
    register or claim a job.
 
-``expected_parent()`` is the pid the worker's ``watch_parent`` keeps polling for the
+``expected_parent()`` is the pid the worker's ``parent-watch`` part keeps polling for the
 platforms without prctl. Only the standard library (and ``taskq.exit_codes``, constants)
 is imported here, on purpose.
 """

@@ -50,7 +50,7 @@ OUTAGE = 12.0
 HEARTBEAT = 0.5
 RESTARTS = "taskq_pool_worker_restarts_total"
 #: the components that call the store, each with its own backoff (taskq.worker.outage)
-COMPONENTS = {"fetcher", "acker", "heartbeat", "sweeper", "cancel-watcher", "backlog"}
+COMPONENTS = {"fetcher", "acker", "heartbeat", "rescuer", "pruner", "cancel-watcher", "backlog"}
 
 
 def postgres_bin() -> Path:
@@ -297,6 +297,17 @@ def test_postgres_restart_is_ridden_out_on_backoff_and_charges_nothing(
     assert worker.proc.poll() is None, "the worker exited during the outage"
     assert restarts_metric(worker) == 0, "consumers were restarted against a dead store"
     assert not worker.events("crash-loop-guard-tripped") and not worker.events("worker died")
+
+    def parts_logged(event: str) -> set[str]:
+        return {e["part"] for e in worker.logs()[since:] if e.get("event") == event}
+
+    # a part that calls the store every few seconds (the backlog's lease, the pruner)
+    # finds it back at its next call: each one that said "down" says "back" in time
+    wait_until(
+        lambda: parts_logged("store-recovered") >= parts_logged("store-unavailable"),
+        timeout=30,
+        what="every part that logged store-unavailable to log store-recovered",
+    )
     lines = worker.logs()[since:]
     down = Counter(e["part"] for e in lines if e.get("event") == "store-unavailable")
     up = {e["part"]: e for e in lines if e.get("event") == "store-recovered"}

@@ -51,7 +51,9 @@ def test_silent_worker_rows_must_outlive_a_heartbeat(sqlite_target) -> None:
         check=False,
     )
     assert proc.returncode == 1
-    assert_one_line_error(proc, "--keep-silent-workers must be longer than --heartbeat-interval")
+    assert_one_line_error(
+        proc, "--keep-silent-workers (2) must be longer than --heartbeat-interval (2)"
+    )
 
 
 async def test_a_worker_with_a_short_retention_prunes_succeeded_jobs_and_keeps_dead_ones(

@@ -176,7 +176,7 @@ async def _prune_pass_seen(store) -> None:
     await async_wait_until(lambda: _pruned(store, ids), timeout=30, what="a prune pass")
 
 
-PRUNING = {"keep_succeeded": 0.0, "prune_interval": 0.2, "sweep_interval": 0.2}
+PRUNING = {"keep_succeeded": 0.0, "prune_interval": 0.2, "rescue_interval": 0.2}
 
 
 async def test_a_worker_warns_once_when_autovacuum_never_reaches_the_table(

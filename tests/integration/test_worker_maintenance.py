@@ -1,4 +1,4 @@
-"""The worker's background parts: heartbeat keeps leases, acker batches, sweeper prunes."""
+"""The worker's background parts: heartbeat keeps leases, acker batches, pruner prunes."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ async def test_acker_sends_collected_outcomes_as_one_complete_call(store):
     assert len(jobs) == 50
 
 
-async def test_sweeper_prunes_old_succeeded_jobs_and_silent_worker_rows(target, store):
+async def test_pruner_prunes_old_succeeded_jobs_and_silent_worker_rows(target, store):
     stale = WorkerInfo(id=uuid7(), pid=1, hostname="gone", queues=["default"])
     await store.register_worker(stale)
     async with AsyncClient(store=store) as client:
@@ -79,7 +79,7 @@ async def test_sweeper_prunes_old_succeeded_jobs_and_silent_worker_rows(target, 
             keep_succeeded=0.0,
             keep_silent_workers=1.0,
             prune_interval=0.2,
-            sweep_interval=0.2,
+            rescue_interval=0.2,
         ) as worker:
             # no wait for "succeeded" first: with a retention of 0 a job may be pruned
             # before anyone sees it succeeded (only an ended job is ever pruned)
@@ -96,7 +96,7 @@ async def _pruned(store, ids, stale_id, live_id) -> bool:
 
 
 @pytest.mark.parametrize("keep", [False, True])
-async def test_sweeper_prunes_dead_and_cancelled_jobs_past_their_retention(
+async def test_pruner_prunes_dead_and_cancelled_jobs_past_their_retention(
     target, store, runs_file, keep: bool
 ):
     """Dead and cancelled jobs have a retention too (None keeps them forever)."""
@@ -112,7 +112,7 @@ async def test_sweeper_prunes_dead_and_cancelled_jobs_past_their_retention(
             keep_dead=retention,
             keep_cancelled=retention,
             prune_interval=0.2,
-            sweep_interval=0.2,
+            rescue_interval=0.2,
         ):
             await async_wait_until(
                 lambda: _gone(store, [done] if keep else [done, dead, cancelled]),

@@ -41,9 +41,6 @@ WORKER_PART_DIED = _e(
     "a part's `run` ended before it was asked to stop (the worker exits 4), or raised "
     "while stopping (`during`: `shutdown`)",
 )
-WORKER_TASK_FAILED = _e(
-    "worker-task-failed", ERROR, "task error", "a task the worker owns (a reload) raised"
-)
 WORKER_UNREGISTER_FAILED = _e(
     "worker-unregister-failed",
     WARNING,

@@ -243,9 +243,9 @@ class Store(Protocol):
     async def rescue_expired(
         self, cause: str, *, exclude_worker: UUID | None = None
     ) -> list[RescuedJob]:
-        """Apply the crash rules to running jobs whose lease expired (one sweeper at a
+        """Apply the crash rules to running jobs whose lease expired (one rescuer at a
         time across processes). ``cause`` is a prefix; the lost worker is named. A
-        sweeper passes its own worker as ``exclude_worker``: it knows those runs are
+        rescuer passes its own worker as ``exclude_worker``: it knows those runs are
         alive, whatever their lease says."""
 
     async def prune(

@@ -1,5 +1,5 @@
-"""The worker process: fetch, supervise consumers, run, ack, heartbeat, sweep, schedule,
-cancel.
+"""The worker process: fetch, supervise consumers, run, ack, heartbeat, rescue, prune,
+schedule, cancel.
 
 ``Worker(config, registry=...)`` is the machinery (``await worker.run()``,
 ``worker.request_stop()``); ``main.run(config)`` is the ``taskq worker`` process around
@@ -17,7 +17,8 @@ it (signals, parent watch, exit codes). One idea per module:
 * ``outcomes``    success / retry / dead with a reason
 * ``acker``       batched acknowledgements, retried through outages
 * ``heartbeat``   the worker row and lease extension, on its own connection
-* ``sweeper``     rescue expired leases, prune old rows
+* ``rescuer``     rescue the runs of dead workers (expired leases)
+* ``pruner``      prune finished jobs and silent worker rows; the autovacuum check
 * ``scheduler``   enqueue the due ticks of the registry's periodic schedules
 * ``cancels``     cancel requests for running jobs: the watcher part, stopping each runner
 * ``lag``         event-loop lag monitor

@@ -13,7 +13,7 @@ nothing.
 
 It stops after the consumers (their last outcomes go with it): ``stop`` makes it write
 what is left, retrying through an outage, for at most ``stop_timeout`` seconds; what
-could not be written is logged (``acks-not-written``) and left to the sweeper.
+could not be written is logged (``acks-not-written``) and left to a rescuer.
 
 A job's end is logged after its outcome is written, never before (``outcomes.announce``):
 a worker that dies with outcomes in hand leaves no line that the store contradicts. A
@@ -103,7 +103,7 @@ class Acker:
                     ACKS_NOT_WRITTEN,
                     outcomes=len(self._outcomes) + len(self._fanouts),
                     give_backs=len(self._give_backs),
-                    note="their leases will expire and the sweeper will rescue them",
+                    note="their leases will expire and a rescuer will end them by the crash rules",
                 )
                 not_written(self._outcomes, NOT_ANSWERED)
 

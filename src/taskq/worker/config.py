@@ -167,7 +167,7 @@ class WorkerConfig:
     result_max_bytes: int = option(
         64 * 1024, _COUNT, "a larger job result is dropped (with a warning)"
     )
-    sweep_interval: float = option(
+    rescue_interval: float = option(
         5.0, _POSITIVE, "seconds between rescues of expired leases (at most half the lease)"
     )
     # pruning (docs/worker.md, "Pruning")

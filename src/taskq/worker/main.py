@@ -1,9 +1,9 @@
 """``taskq worker``: the whole worker process around a ``Worker``.
 
 ``run(config)`` installs the signal handlers (SIGTERM/SIGINT stop gracefully, a second
-one hurries, SIGHUP reloads credentials), sets the parent-death signal and watches the
-parent when started by a workgroup (``--workgroup-instance``), runs the worker and
-returns the exit code (``taskq.exit_codes``):
+one hurries, SIGHUP reloads credentials), sets the parent-death signal and has the worker
+watch its parent when started by a workgroup (``--workgroup-instance``: the
+``parent-watch`` part), runs the worker and returns the exit code (``taskq.exit_codes``):
 
 * 0 clean shutdown;
 * 1 cannot start: bad ``--actors`` reference, store unreachable or not migrated, actor
@@ -65,30 +65,16 @@ def run(config: WorkerConfig) -> int:
 
 async def _main(config: WorkerConfig, parent: int) -> int:
     interval = settings.reload_interval()  # a bad value stops the start, with one line
-    # a workgroup child whose supervisor relays the host's LISTEN connection
-    worker = Worker(config, wake_fd=wakeups.take_fd())
+    worker = Worker(
+        config,
+        parent=parent if config.workgroup_instance is not None else None,
+        reload_interval=interval,
+        # a workgroup child whose supervisor relays the host's LISTEN connection
+        wake_fd=wakeups.take_fd(),
+    )
     loop = asyncio.get_running_loop()
     remove = signals.install(loop, on_stop=worker.request_stop, on_reload=worker.request_reload)
-    watchers: list[asyncio.Task[None]] = []
-    if config.workgroup_instance is not None:
-        watchers.append(
-            asyncio.create_task(
-                signals.watch_parent(parent, worker.request_stop), name="taskq-parent-watch"
-            )
-        )
-    if interval is not None:
-        watchers.append(
-            asyncio.create_task(
-                signals.reload_periodically(
-                    os.environ["TASKQ_DSN_FILE"], interval, worker.reload_credentials
-                ),
-                name="taskq-periodic-reload",
-            )
-        )
     try:
         return await worker.run()
     finally:
         remove()
-        for watcher in watchers:
-            watcher.cancel()
-        await asyncio.gather(*watchers, return_exceptions=True)

@@ -1,9 +1,9 @@
 """Backing off on a dead dependency instead of restarting against it.
 
 When the store is unreachable (Postgres restarting, a backend killed), the fetcher, the
-acker, the heartbeat and the sweeper each wait and try again through one ``StoreBackoff``
-apiece. The outage is logged once when it starts and once when it ends, never once per
-attempt; consumers are not crashed and no job is charged.
+acker, the heartbeat, the rescuer and the pruner each wait and try again through one
+``StoreBackoff`` apiece. The outage is logged once when it starts and once when it ends,
+never once per attempt; consumers are not crashed and no job is charged.
 """
 
 from __future__ import annotations

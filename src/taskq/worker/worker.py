@@ -1,27 +1,13 @@
 """``Worker``: one worker process's parts, started in order and stopped in reverse.
 
-Start: load the registry, open two stores at once (jobs; heartbeat on a connection of its
-own), check the schema, compare actor configs (drift refuses to start unless forced) while
-the fetcher's connections open (``store.warm_up``), then start the parts (``part.Part``: ``start``,
-``run``, idempotent ``stop``) in this order:
-
-    health     /live /ready /metrics               (stopped last)
-    heartbeat  registers the row; beats; removes the row when stopped
-    acker      batched outcomes and give-backs; flushes when stopped
-    backlog    the fleet's backlog metrics while it holds their lease (only outside a
-               workgroup)
-    sweeper    expired leases, pruning
-    lag-monitor
-    threads    sync actors
-    cpu-pool   cpu_bound actors (a process pool only when the registry has some)
-    wake-relay the workgroup supervisor's relayed wake-ups (only in a workgroup child
-               whose supervisor holds the host's LISTEN connection: worker/relay.py)
-    cancel-watcher  stops the running jobs whose cancel was requested (worker/cancels.py)
-    consumers  the task supervisor and its consumers
-    fetcher    claims
-    scheduler  enqueues the ticks of periodic schedules (only when the registry has
-               some)                                (stopped first: no tick once
-                                                     shutdown began)
+Start: load the registry, then start the parts (``part.Part``: ``start``, ``run``,
+idempotent ``stop``) in the order of the one list in ``Worker._build``: ``stores``
+first (both stores opened at once; the schema and the actor configs checked while the
+claim connections warm up: drift refuses to start unless forced), then
+``credential-reload``, ``parent-watch`` (a workgroup child), ``health``, ``heartbeat``,
+``acker``, ..., ``wake-relay`` (a workgroup child whose supervisor relays the host's
+LISTEN connection: worker/relay.py), ... and last ``fetcher`` and ``scheduler``, the first to stop
+(docs/architecture.md has the table of what each does at start, run and stop).
 
 ``part.Parts`` owns every part's ``run`` task: if one ends before a stop was asked for,
 the worker logs it (``worker-part-died``, error) and shuts down with exit code 4
@@ -45,8 +31,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 from uuid import UUID
 
 from .. import exit_codes, metrics
@@ -60,7 +45,6 @@ from ..events import (
     WORKER_STOP_HURRIED,
     WORKER_STOPPED,
     WORKER_STOPPING,
-    WORKER_TASK_FAILED,
 )
 from ..exceptions import ActorConfigDrift, ConfigError, CrashLoop, TaskqError
 from ..ids import uuid7
@@ -85,12 +69,15 @@ from .heartbeat import Heartbeat
 from .lag import LagMonitor
 from .middleware import MiddlewareChain, load_middleware
 from .part import Ended, Part, Parts, PartState
+from .pruner import Pruner
 from .relay import RelayedWakeups
+from .rescuer import Rescuer
 from .runners import Executor
 from .solo import Solo
+from .stores import Stores
 from .supervisor import TaskSupervisor
-from .sweeper import Sweeper
 from .threads import ThreadRunner
+from .watchers import CredentialReload, ParentWatch
 
 log = get_logger(__name__)
 
@@ -128,8 +115,13 @@ class Worker:
         registry: Registry | None = None,
         middleware: Sequence[Middleware] = (),
         restart_policy: Callable[[], RestartPolicy] = RestartPolicy,
+        parent: int | None = None,
+        reload_interval: float | None = None,
         wake_fd: int | None = None,
     ) -> None:
+        """``parent``: the pid to watch (a workgroup child's supervisor: the worker stops
+        when it is gone); ``reload_interval``: also reload the credentials whenever
+        ``TASKQ_DSN_FILE`` changed, checked this often (``TASKQ_RELOAD_INTERVAL``)."""
         config.validate(name=str)  # in Python: the fields' own names
         self._wake_fd = wake_fd  # the read end of the workgroup supervisor's wake-up relay
         self._restart_policy = restart_policy
@@ -150,8 +142,12 @@ class Worker:
         self.fetcher: Fetcher | None = None
         self.queues: list[str] = []
         self.concurrency = config.max_concurrency or 0  # resolved against the registry in run()
-        self._owned: set[asyncio.Task[Any]] = set()
-        self._reload_lock: asyncio.Lock | None = None
+        self._parent = parent
+        self._reload = CredentialReload(
+            self.reload_credentials,
+            path=os.environ.get("TASKQ_DSN_FILE"),
+            interval=reload_interval,
+        )
 
     # -- control ----------------------------------------------------------------------
     def request_stop(self, reason: str = "requested", *, hurry: bool = False) -> None:
@@ -175,8 +171,9 @@ class Worker:
             self._parts.hurry()
 
     def request_reload(self) -> None:
-        """SIGHUP: re-read TASKQ_DSN_FILE and rebuild the store connections."""
-        self._own(self.reload_credentials(), "taskq-credentials-reload")
+        """SIGHUP: re-read TASKQ_DSN_FILE and rebuild the store connections (done by the
+        ``credential-reload`` part, one reload at a time)."""
+        self._reload.request()
 
     async def reload_credentials(self) -> bool:
         path = os.environ.get("TASKQ_DSN_FILE")
@@ -187,23 +184,21 @@ class Worker:
                 "nothing to re-read (the current connections are kept)",
             )
             return False
-        assert self._reload_lock is not None
-        async with self._reload_lock:
-            try:
-                dsn = read_dsn_file(path)
-                if self.store is not None and dsn_kind(dsn) != self.store.kind:
-                    raise ConfigError(
-                        f"the new DSN is for {dsn_kind(dsn)}, this worker runs on {self.store.kind}"
-                    )
-                for store in self._stores():
-                    await store.reconnect(dsn)
-            except Exception as exc:  # any failure keeps the old pool; never exit on SIGHUP
-                log.event(
-                    CREDENTIALS_RELOAD_FAILED,
-                    error=f"{type(exc).__name__}: {exc}",
-                    dsn_file=path,
+        try:
+            dsn = read_dsn_file(path)
+            if self.store is not None and dsn_kind(dsn) != self.store.kind:
+                raise ConfigError(
+                    f"the new DSN is for {dsn_kind(dsn)}, this worker runs on {self.store.kind}"
                 )
-                return False
+            for store in self._stores():
+                await store.reconnect(dsn)
+        except Exception as exc:  # any failure keeps the old pool; never exit on SIGHUP
+            log.event(
+                CREDENTIALS_RELOAD_FAILED,
+                error=f"{type(exc).__name__}: {exc}",
+                dsn_file=path,
+            )
+            return False
         log.event(CREDENTIALS_RELOADED, dsn=redact(dsn), dsn_file=path)
         return True
 
@@ -213,29 +208,10 @@ class Worker:
             stores.append(self.heartbeat.store)
         return stores
 
-    def _own(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
-        """A task this worker owns: awaited at shutdown, its death logged at once."""
-        task = asyncio.create_task(coro, name=name)
-        self._owned.add(task)
-        task.add_done_callback(self._owned_done)
-        return task
-
-    def _owned_done(self, task: asyncio.Task[Any]) -> None:
-        self._owned.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            exc = task.exception()
-            log.event(
-                WORKER_TASK_FAILED,
-                task=task.get_name(),
-                error=f"{type(exc).__name__}: {exc}",
-                exc_info=exc,
-            )
-
     # -- run --------------------------------------------------------------------------
     async def run(self) -> int:
         """Run until stopped; return the exit code. Start-up problems raise TaskqError."""
         self._stop_event = asyncio.Event()
-        self._reload_lock = asyncio.Lock()
         if self._stop_reason is not None:
             self._stop_event.set()
         config = self.config
@@ -252,31 +228,16 @@ class Worker:
                 queues=idle,
                 note="jobs there are dead/unknown_actor unless they name one of ours",
             )
-        store = create_store(config.dsn, config.schema)
-        hb_store = create_store(config.dsn, config.schema)
-        self.store = store
-        channel: asyncio.Future[None] | None = None
-        try:
-            # both connect at once; the first failure is the one error line
-            opened = await asyncio.gather(store.open(), hb_store.open(), return_exceptions=True)
-            for result in opened:
-                if isinstance(result, BaseException):
-                    raise result
-            # the fetcher's connections (Postgres: claims, LISTEN) open while the schema
-            # and the actor configs are checked, and its start and first claim find them
-            # open; nothing is claimed before the checks and the worker row, as ever
-            # (a relayed child opens no LISTEN connection: it warms nothing up)
-            if self._wake_fd is None:
-                channel = asyncio.ensure_future(store.warm_up())
+        store = self.store = create_store(config.dsn, config.schema)
+        hb_store = create_store(config.dsn, config.schema)  # the heartbeat's own connection
+
+        async def ready() -> None:  # while the fetcher's connections open (Stores.start)
             await store.check_schema()
             await self._check_actor_configs(store, registry)
-            return await self._serve(store, hb_store, registry, middleware)
-        finally:
-            if channel is not None:
-                channel.cancel()  # done long ago, unless the checks failed first
-                await asyncio.gather(channel, return_exceptions=True)
-            for s in (store, hb_store):  # closing a store that did not open is a no-op
-                await s.close()
+
+        # a relayed child opens no LISTEN connection: it warms nothing up
+        stores = Stores([store, hb_store], ready, warm_up=self._wake_fd is None)
+        return await self._serve(stores, registry, middleware)
 
     async def _check_actor_configs(self, store: Store, registry: Registry) -> None:
         """Record this code's actor options. How a job runs changes with the code (logged
@@ -290,13 +251,14 @@ class Worker:
             log.event(ACTOR_CONFIG_UPDATED, differences=[str(d) for d in differences])
 
     def _build(
-        self, store: Store, hb_store: Store, registry: Registry, middleware: list[Middleware]
+        self, stores: Stores, registry: Registry, middleware: list[Middleware]
     ) -> list[Part]:
         """The worker's parts, in start order (each is stopped after those listed below it).
 
         To add a part: build it here, in its place in the list (``part.Part``).
         """
         config = self.config
+        store, hb_store = stores.stores
         info = WorkerInfo(
             id=self.id,
             pid=os.getpid(),
@@ -367,6 +329,9 @@ class Worker:
             wakeups=wakeups,
         )
         return [
+            stores,  # opened first (with the checks), closed last
+            self._reload,
+            *([] if self._parent is None else [ParentWatch(self._parent, self.request_stop)]),
             HealthServer(
                 ready=self._ready,
                 port=config.health_port,
@@ -377,16 +342,19 @@ class Worker:
             heartbeat,  # registers the row first, removes it last
             acker,
             *backlog,
-            Sweeper(
+            Rescuer(
                 store,
-                interval=min(config.sweep_interval, max(config.lease / 2, 0.5)),
+                interval=min(config.rescue_interval, max(config.lease / 2, 0.5)),
+                worker_id=self.id,
+                quiet_after_outage=config.lease,
+            ),
+            Pruner(
+                store,
                 prune_interval=config.prune_interval,
                 keep_succeeded=config.keep_succeeded,
                 keep_dead=config.keep_dead,
                 keep_cancelled=config.keep_cancelled,
                 keep_silent_workers=config.keep_silent_workers,
-                worker_id=self.id,
-                quiet_after_outage=config.lease,
                 vacuum_after_prune=config.vacuum_after_prune,
             ),
             LagMonitor(self._running_actors),
@@ -400,10 +368,9 @@ class Worker:
             *_scheduler(store, registry),
         ]
 
-    async def _serve(
-        self, store: Store, hb_store: Store, registry: Registry, middleware: list[Middleware]
-    ) -> int:
-        parts = self._parts = Parts(self._build(store, hb_store, registry, middleware))
+    async def _serve(self, stores: Stores, registry: Registry, middleware: list[Middleware]) -> int:
+        parts = self._parts = Parts(self._build(stores, registry, middleware))
+        store = stores.stores[0]
         stop_event = self._stop_event
         assert stop_event is not None  # set by run()
         try:
@@ -427,9 +394,6 @@ class Worker:
         finally:
             self.shutting_down = True
             await parts.abort()
-            for task in list(self._owned):
-                task.cancel()
-            await asyncio.gather(*self._owned, return_exceptions=True)
         log.event(
             WORKER_STOPPED,
             worker_id=str(self.id),
