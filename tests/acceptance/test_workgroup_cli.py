@@ -38,7 +38,8 @@ def test_the_seed_example_validates_and_prints_each_worker() -> None:
 
 def test_validate_warns_but_passes(tmp_path: Path) -> None:
     config = write_config(
-        tmp_path / "wg.toml", '[supervisor]\nshutdown_grace = 20.0\n[[workers]]\nname = "api"\n'
+        tmp_path / "wg.toml",
+        '[supervisor]\nshutdown_grace = 20.0\n[[workers]]\nname = "api"\nqueues = ["default"]\n',
     )
     result = run_cli("workgroup", "validate", str(config))
     assert result.returncode == 0, result.stderr

@@ -75,6 +75,10 @@ def validate_main(path: str, *, actors_default: str | None = None) -> int:
         print(line)
     for warning in report.warnings:
         _say(f"warning: {warning}")
+    for error in report.errors:
+        _say(f"{path}: {error}")
+    if report.errors:
+        return EXIT_ERROR
     print(
         f"ok: {path} is valid" + (f" ({len(report.warnings)} warnings)" if report.warnings else "")
     )

@@ -1,14 +1,16 @@
 """``taskq workgroup validate``: check a config without starting anything.
 
-Errors (exit 1): the file is missing or invalid, or its ``actors`` reference cannot be
-imported. Warnings (exit 0): an actor whose queue no ``[[workers]]`` entry consumes
-(another workgroup may consume it), and a ``shutdown_grace`` below a child's worst-case
-clean exit.
+Errors (exit 1): the file is missing or invalid, its ``actors`` reference cannot be
+imported, or (checked against the store when it is reachable: ``preflight``) an actor
+moved to another queue that a child would refuse to record. Warnings (exit 0): an actor
+whose queue no ``[[workers]]`` entry consumes (another workgroup may consume it), a
+queue a ``[[workers]]`` entry consumes that no actor or job uses, and a
+``shutdown_grace`` below a child's worst-case clean exit.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..registry import Registry, load_registry
 from ..worker.config import duration_text
@@ -18,12 +20,14 @@ from .config import (
     WorkgroupConfig,
     describe_dsn,
 )
+from .preflight import preflight
 
 
 @dataclass(frozen=True, slots=True)
 class Report:
     summary: list[str]
     warnings: list[str]
+    errors: list[str] = field(default_factory=list)  # what a child would refuse (preflight)
 
 
 def warnings_for(config: WorkgroupConfig, registry: Registry | None) -> list[str]:
@@ -116,9 +120,15 @@ def summarise(config: WorkgroupConfig, registry: Registry | None) -> list[str]:
 
 
 def check(config: WorkgroupConfig) -> Report:
-    """Import the actors and build the summary; raises the import's ``TaskqError``."""
+    """Import the actors, build the summary and check against the store when it can be
+    reached (``preflight``); raises the import's ``TaskqError``."""
     registry = load_registry(config.actors)
-    return Report(summarise(config, registry), warnings_for(config, registry))
+    found = preflight(config, registry)
+    return Report(
+        summarise(config, registry) + found.summary,
+        warnings_for(config, registry) + found.warnings,
+        found.errors,
+    )
 
 
 __all__ = ["Report", "check", "summarise", "warnings_for"]
