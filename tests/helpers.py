@@ -86,9 +86,11 @@ def start_script(source: str, *argv: str, env: Mapping[str, str]) -> subprocess.
 
 
 @asynccontextmanager
-async def migrated_store(dsn: str, schema: str) -> AsyncIterator[Store]:
+async def migrated_store(
+    dsn: str, schema: str, direct_dsn: str | None = None
+) -> AsyncIterator[Store]:
     """A store on ``dsn``/``schema``, opened and migrated; closed afterwards."""
-    store = create_store(dsn, schema)
+    store = create_store(dsn, schema, direct_dsn=direct_dsn)
     await store.open()
     try:
         await store.migrate()

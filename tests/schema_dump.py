@@ -108,6 +108,7 @@ def pg_dump(dsn: str, schema: str) -> str:
         ):
             parts.append(f"{trigger};")
     text = "\n\n".join(parts).replace(f'"{schema}".', "").replace(f"{schema}.", "")
+    text = text.replace(f"search_path TO '{schema}'", "search_path TO '<schema>'")
     return _normalised(HEADER.format(kind="Postgres") + "\n" + text)
 
 

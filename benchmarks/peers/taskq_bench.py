@@ -310,7 +310,8 @@ def pgbench_script(batch: int) -> str:
 
     sql_path = Path(taskq.__file__).parent / "store" / "postgres" / "postgres.sql"
     queries = parse_queries(sql_path.read_text(), source=str(sql_path))
-    claim, complete = queries["claim"], queries["complete"]
+    # the statements name their schema (``{schema}.jobs``), as the store fills it in
+    claim, complete = (queries[n].replace("{schema}", f'"{SCHEMA}"') for n in ("claim", "complete"))
     # the claim's answer (its last SELECT, commit mode included) aggregated into two arrays
     answer = claim.rindex("\nSELECT ")
     final = claim[answer:].split("\nORDER BY")[0]
@@ -329,7 +330,7 @@ def pgbench_script(batch: int) -> str:
         "limit": str(batch),
         "lease": "10",
         "worker_id": "'01890000-0000-7000-8000-000000000001'::uuid",
-        "channel": "'taskq_taskq'",
+        "channel": f"'taskq_{SCHEMA}'",
         "ids": ":ids",
         "attempts": ":atts",
         "kinds": each("'succeeded'::text"),

@@ -3,9 +3,11 @@
 Documented aliases, the names of the workgroup documentation taskq follows:
 ``TASKQ_PG_DSN`` for ``TASKQ_DSN`` and ``TASKQ_SCHEMA_NAME`` for ``TASKQ_SCHEMA``. A name
 and its alias set to different values is a ``ConfigError`` (never a silent pick).
-``TASKQ_PG_DSN_DIRECT`` is the workgroup's health-check DSN (after ``health_pg_dsn``), and
-``TASKQ_RELOAD_INTERVAL`` makes a worker re-read ``TASKQ_DSN_FILE`` every so many seconds
-(for platforms that cannot send SIGHUP).
+``TASKQ_PG_DSN_DIRECT`` is a direct connection to Postgres past a transaction pooler
+(PgBouncer) for what needs a session: a Postgres store's LISTEN when ``TASKQ_DSN`` is
+pooled, and the workgroup's health checks (after ``health_pg_dsn``).
+``TASKQ_RELOAD_INTERVAL`` makes a worker re-read ``TASKQ_DSN_FILE`` every so many
+seconds (for platforms that cannot send SIGHUP).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 class StoreSettings:
     dsn: str
     schema: str
+    #: ``TASKQ_PG_DSN_DIRECT``: used (and checked) only when ``dsn`` goes through a pooler
+    direct_dsn: str | None = None
 
     @property
     def kind(self) -> str:
@@ -120,12 +124,15 @@ def reload_interval(env: Mapping[str, str] | None = None) -> float | None:
 
 def resolve(dsn: str | None = None, schema: str | None = None) -> StoreSettings:
     """Explicit values win, then ``TASKQ_DSN_FILE``, ``TASKQ_DSN`` (or its alias
-    ``TASKQ_PG_DSN``), then the default; the schema likewise (``TASKQ_SCHEMA_NAME``)."""
+    ``TASKQ_PG_DSN``), then the default; the schema likewise (``TASKQ_SCHEMA_NAME``).
+    ``TASKQ_PG_DSN_DIRECT`` comes along; a Postgres store uses it (and checks that it
+    reaches the same database) only when its DSN turns out to go through a pooler."""
     if dsn is None:
         dsn = env_dsn() or DEFAULT_DSN
+    direct = os.environ.get(HEALTH_DSN_ENV) or None
     dsn_kind(dsn)  # validates the scheme
     schema = validate_schema(schema or env_setting("TASKQ_SCHEMA") or DEFAULT_SCHEMA)
-    return StoreSettings(dsn=dsn, schema=schema)
+    return StoreSettings(dsn=dsn, schema=schema, direct_dsn=direct)
 
 
 def redact(dsn: str) -> str:

@@ -9,8 +9,12 @@ import pytest
 
 from taskq import AsyncClient, InvalidJobState, JobNotFound
 from tests import control_actors as actors
+from tests.conftest import WITH_POOLER, target_fixture
 from tests.helpers import wait_until
 from tests.worker_harness import WorkerProcess, wait_for_states
+
+# claims, acks, heartbeats, rescues, cancels and limits also through PgBouncer (issue 19)
+target = target_fixture(*WITH_POOLER)
 
 pytestmark = pytest.mark.slow
 

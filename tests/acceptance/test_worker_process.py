@@ -20,8 +20,12 @@ import pytest
 
 from taskq import AsyncClient, exit_codes
 from tests import worker_actors as actors
+from tests.conftest import WITH_POOLER, target_fixture
 from tests.helpers import async_wait_until, wait_until
 from tests.worker_harness import ROOT, WorkerProcess, http_get_sync, wait_for_states
+
+# claims, acks, heartbeats, rescues, cancels and limits also through PgBouncer (issue 19)
+target = target_fixture(*WITH_POOLER)
 
 pytestmark = pytest.mark.slow
 

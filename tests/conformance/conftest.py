@@ -2,22 +2,16 @@
 against every engine, so the engines cannot drift.
 
 Every test here takes the ``store`` fixture (or ``target``), parametrised by this
-module's ``target`` over ``ENGINES``: SQLite (a fresh file per test) and Postgres (a
-fresh schema per test). A new engine, or a new way to reach one, is one more entry here.
+module's ``target`` over ``ENGINES``: SQLite (a fresh file per test), Postgres (a fresh
+schema per test) and the same Postgres through a real PgBouncer in transaction mode
+(``tests/pgbouncer.py``; LISTEN on ``TASKQ_PG_DSN_DIRECT``). A new engine, or a new way
+to reach one, is one more entry here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from tests.conftest import WITH_POOLER, target_fixture
 
-import pytest
+ENGINES = WITH_POOLER
 
-from tests.conftest import StoreTarget, store_target
-
-ENGINES = ["sqlite", "postgres"]
-
-
-@pytest.fixture(params=ENGINES)
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreTarget]:
-    yield from store_target(request.param, request, tmp_path)
+target = target_fixture(*ENGINES)

@@ -11,6 +11,13 @@ from typing import Any
 from taskq.ids import uuid7
 from taskq.jobs import JobSpec
 from taskq.store import Store, create_store
+from taskq.store.sqlfile import load_queries
+
+
+def pg_statements_on_search_path() -> dict[str, str]:
+    """postgres.sql's statements without their ``{schema}.`` prefixes: for a test's own
+    connection whose search_path names the schema (plans read with EXPLAIN)."""
+    return {n: q.replace("{schema}.", "") for n, q in load_queries("postgres.sql").items()}
 
 
 def spec(
@@ -42,7 +49,7 @@ def spec(
 @asynccontextmanager
 async def another_store(target: Any) -> AsyncIterator[Store]:
     """A second, independent store (its own connections) on the same target."""
-    store = create_store(target.dsn, target.schema)
+    store = create_store(target.dsn, target.schema, direct_dsn=target.direct_dsn)
     await store.open()
     try:
         yield store

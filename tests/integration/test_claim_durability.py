@@ -10,12 +10,11 @@ import pytest
 
 from taskq.ids import uuid7
 from taskq.jobs import Limits
-from taskq.store.sqlfile import load_queries
 from tests.helpers import migrated_store
 
-from .storekit import spec
+from .storekit import pg_statements_on_search_path, spec
 
-Q = load_queries("postgres.sql")
+Q = pg_statements_on_search_path()
 
 
 @pytest.fixture

@@ -15,12 +15,11 @@ import secrets
 import psycopg
 import pytest
 
-from taskq.store.sqlfile import load_queries
-
 from ..helpers import migrate
+from .storekit import pg_statements_on_search_path
 from .test_store_plans import _positional
 
-Q = load_queries("postgres.sql")
+Q = pg_statements_on_search_path()
 
 pytestmark = pytest.mark.slow
 

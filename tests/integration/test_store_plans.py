@@ -15,8 +15,12 @@ import psycopg
 import pytest
 
 from taskq.jobs import Limits
-from taskq.store.postgres.claims import CLAIM_PLANNER, Q
+from taskq.store.postgres.claims import CLAIM_PLANNER
 from tests.conftest import StoreTarget
+
+from .storekit import pg_statements_on_search_path
+
+Q = pg_statements_on_search_path()
 
 
 def _positional(sql: str) -> tuple[str, list[str]]:

@@ -6,8 +6,12 @@ from pathlib import Path
 
 from taskq import AsyncClient
 from tests import worker_actors as actors
+from tests.conftest import WITH_POOLER, target_fixture
 from tests.helpers import async_wait_until
 from tests.worker_harness import running_worker, wait_for_states
+
+# claims, acks, heartbeats, rescues, cancels and limits also through PgBouncer (issue 19)
+target = target_fixture(*WITH_POOLER)
 
 
 async def test_stop_gives_back_claimed_but_unstarted_jobs_without_charging(

@@ -260,6 +260,13 @@ STORE_RECOVERED = _e(
 STORE_MIGRATED = _e(
     "store-migrated", INFO, "dsn schema versions", "`taskq migrate` applied migrations"
 )
+LISTEN_UNAVAILABLE = _e(
+    "listen-unavailable",
+    WARNING,
+    "dsn fix",
+    "TASKQ_DSN goes through a connection pooler and no TASKQ_PG_DSN_DIRECT is set: no "
+    "LISTEN, the worker polls for new jobs and cancels (once per store)",
+)
 STORE_LISTEN_FAILED = _e(
     "store-listen-failed",
     WARNING,

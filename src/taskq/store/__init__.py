@@ -14,13 +14,19 @@ if TYPE_CHECKING:
     from .postgres.notices import Notices
 
 
-def create_store(dsn: str | None = None, schema: str | None = None) -> Store:
-    """Build (not open) the store a DSN names. Raises InvalidDSN / ConfigError."""
+def create_store(
+    dsn: str | None = None, schema: str | None = None, *, direct_dsn: str | None = None
+) -> Store:
+    """Build (not open) the store a DSN names. ``direct_dsn`` (Postgres): a direct
+    connection past a transaction pooler, for LISTEN (default: ``TASKQ_PG_DSN_DIRECT``),
+    used only when the DSN goes through one. Raises InvalidDSN / ConfigError."""
     settings: StoreSettings = resolve(dsn, schema)
     if settings.kind == "postgres":
         from .postgres import PostgresStore
 
-        return PostgresStore(settings.dsn, schema=settings.schema)
+        return PostgresStore(
+            settings.dsn, schema=settings.schema, direct_dsn=direct_dsn or settings.direct_dsn
+        )
     from .sqlite import SqliteStore
 
     return SqliteStore(sqlite_path(settings.dsn))

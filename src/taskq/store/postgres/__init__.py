@@ -9,6 +9,7 @@
 | ``listen.py`` | a LISTEN connection several tasks wait on (new jobs, cancel requests) |
 | ``upkeep.py`` | leases, workgroup reports, autovacuum and VACUUM (the store inherits them) |
 | ``workflows.py`` | workflow inserts, reads, cancel, fan-out (the store inherits them) |
+| ``schema.py`` | the numbered migrations, applied in one transaction |
 | ``codec.py`` | ids, times and lists as psycopg returns them |
 | ``insight.py`` | ``PostgresInsight``: the operator's views |
 | ``postgres.sql`` | every statement the engine sends, as named blocks |

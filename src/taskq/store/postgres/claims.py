@@ -1,8 +1,9 @@
 """The Postgres store's claims: one connection of their own, sent as pipelines.
 
 The claim connection sits outside the pool, with the planner settings of
-``CLAIM_PLANNER``; claims through it run one at a time (a worker's fetcher claims one
-batch at a time anyway). Three ways a claim goes, each one round trip:
+``CLAIM_PLANNER`` when it reaches Postgres directly; claims through it run one at a
+time (a worker's fetcher claims one batch at a time anyway). Three ways a claim goes,
+each one round trip:
 
 - the plain claim (``claim``), when no limit covers the queues or any actor;
 - the plain claim with ``limits_exist`` in front of it, when that was not looked at in
@@ -27,10 +28,7 @@ from psycopg.rows import DictRow, dict_row
 from ...jobs import Claim
 from ..queues import LIMITS_TTL, count_full
 from ..rows import Codec
-from ..sqlfile import load_queries
 from .connections import Connections, hung_up
-
-Q = load_queries("postgres.sql")
 
 #: the claim connection's planner settings: one generic plan for the claim, planned once
 #: per connection instead of at every claim (~0.3 ms of server time each, on the path
@@ -71,9 +69,18 @@ class Claimer:
         else:
             async with self.connection() as conn:
                 cur = conn.cursor(row_factory=dict_row)
-                await cur.execute(Q["claim"], params)
+                await cur.execute(self._db.q["claim"], params)
                 rows = await cur.fetchall()
         return Claim(self._codec.claimed(rows), waits)
+
+    def _conninfo(self) -> str:
+        """The claim connection's conninfo: with the planner settings when it reaches
+        Postgres directly; plain through a pooler (which refuses startup options: there
+        psycopg prepares nothing, so each claim is planned with its LIMIT known, and the
+        plan needs no setting)."""
+        if self._db.pooled:
+            return self._db.conninfo
+        return self._db.conninfo_for(self._db.dsn, CLAIM_PLANNER)
 
     def forget_limits(self) -> None:
         """Look at the limits again at the next claim (they were just changed here)."""
@@ -93,10 +100,7 @@ class Claimer:
                     if conn is not None:
                         await conn.close()
                     self._conn = None
-                    conninfo = self._db.conninfo_for(self._db.dsn, CLAIM_PLANNER)
-                    conn = self._conn = await psycopg.AsyncConnection.connect(
-                        conninfo, autocommit=True
-                    )
+                    conn = self._conn = await self._db.connect(self._conninfo())
                 yield conn
             except psycopg.Error as exc:
                 await self._close_unlocked()
@@ -136,9 +140,9 @@ class Claimer:
         queues = tuple(params["queues"])
         async with self.connection() as conn, conn.pipeline():
             check = conn.cursor(row_factory=dict_row)
-            await check.execute(Q["limits_exist"], {"queues": list(queues)})
+            await check.execute(self._db.q["limits_exist"], {"queues": list(queues)})
             claim = conn.cursor(row_factory=dict_row)
-            await claim.execute(Q["claim"], params)
+            await claim.execute(self._db.q["claim"], params)
             found_row = await check.fetchone()
             rows = await claim.fetchall()
         found = bool(found_row and found_row["found"])
@@ -157,16 +161,16 @@ class Claimer:
         async with self.connection() as conn:
             try:
                 async with conn.pipeline():
-                    await conn.execute(Q["begin"])
-                    await conn.execute(Q["limits_lock"], {"key": self._limits_key})
+                    await conn.execute(self._db.q["begin"])
+                    await conn.execute(self._db.q["limits_lock"], {"key": self._limits_key})
                     cur = conn.cursor(row_factory=dict_row)
-                    await cur.execute(Q["claim_limited"], params)
-                    await conn.execute(Q["commit"])
+                    await cur.execute(self._db.q["claim_limited"], params)
+                    await conn.execute(self._db.q["commit"])
                 rows = await cur.fetchall()
             except BaseException:
                 if conn.info.transaction_status != TransactionStatus.IDLE and not conn.closed:
                     with contextlib.suppress(psycopg.Error):
-                        await conn.execute(Q["rollback"])
+                        await conn.execute(self._db.q["rollback"])
                 raise
         if rows:
             count_full(waits, rows[0]["full_limits"] or ())

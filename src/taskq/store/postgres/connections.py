@@ -1,10 +1,26 @@
 """The Postgres store's connections: the pool, the producer's kept connection, errors.
 
-Every pooled connection runs in autocommit with ``search_path`` set to the taskq schema
-and ``TimeZone`` UTC (libpq ``options``), so each hot-path call is one statement and one
-round trip, and psycopg prepares the statements it sees repeatedly. The connections
-outside the pool (the claim connection, ``claims.py``; the LISTEN connections,
-``listen.py``) are opened from the conninfo kept here.
+Every pooled connection runs in autocommit, so each hot-path call is one statement and
+one round trip. No connection carries session state taskq relies on: the SQL names its
+schema (``{schema}.jobs``), times are compared in SQL and read as aware datetimes, locks
+are transaction-scoped, so ``TASKQ_DSN`` may point at a transaction pooler (PgBouncer in
+``pool_mode = transaction``). What a pooler cannot carry is decided at open:
+
+- whether ``TASKQ_DSN`` goes through a pooler: the backend pid the server reports
+  (``pg_backend_pid()``) differs from the one the connection was given at startup (a
+  pooler hands out its own cancel key). Session and transaction pooling look alike from
+  here; both are treated as transaction pooling.
+- through a pooler, psycopg never prepares statements (``prepare_threshold=None``): a
+  prepared statement lives in one server session, and the pooler hands the next
+  transaction to another (PgBouncer before 1.21 has no protocol-level support for them;
+  Debian 12's is 1.18). A direct DSN keeps psycopg's automatic prepare (after 5 runs).
+- LISTEN needs a session: through a pooler it goes to ``TASKQ_PG_DSN_DIRECT`` (checked
+  at open to reach the same database, and directly; unused and unchecked when TASKQ_DSN
+  is direct), and without one the store polls (``listen_conninfo`` is None; the store
+  logs ``listen-unavailable`` once).
+
+The connections outside the pool (the claim connection, ``claims.py``; the LISTEN
+connections, ``listen.py``) are opened from the conninfo kept here.
 
 Driver errors are mapped at this boundary: a lost or refused connection becomes
 ``StoreUnavailable`` (and the pool drops its dead connections, so the next call works),
@@ -14,6 +30,7 @@ error stays in ``__cause__``.
 
 from __future__ import annotations
 
+import functools
 import select
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -23,31 +40,54 @@ from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from ... import redaction
-from ...exceptions import InvalidDSN, SchemaNotMigrated, StoreError, StoreUnavailable
-from ...settings import redact
+from ...exceptions import ConfigError, InvalidDSN, SchemaNotMigrated, StoreError, StoreUnavailable
+from ...settings import HEALTH_DSN_ENV, redact
 from ..sqlfile import load_queries
-
-Q = load_queries("postgres.sql")
 
 CONNECT_TIMEOUT = 5.0  # seconds, unless the DSN sets connect_timeout
 CHECKOUT_TIMEOUT = 10.0  # waiting for a pooled connection before StoreUnavailable
 #: how long the producer's spare connection (``Connections.producer``) may stay out of
 #: the pool before it goes back (so the pool's max_lifetime and checks still reach it)
 SPARE_MAX_AGE = 60.0
-#: how every connection of the store's own is opened (the pool's, the calling threads')
-CONNECTION_KWARGS: dict[str, Any] = {"autocommit": True}
 _MISSING_SCHEMA = (
     pg_errors.UndefinedTable,
     pg_errors.InvalidSchemaName,
     pg_errors.UndefinedFunction,
     pg_errors.UndefinedColumn,
 )
+
+
+@functools.cache
+def queries(schema: str) -> dict[str, str]:
+    """Every statement of ``postgres.sql`` with ``{schema}`` filled in (its quoted
+    identifier), once per schema and process."""
+    ident = sql.Identifier(schema).as_string(None)
+    return {n: q.replace("{schema}", ident) for n, q in load_queries("postgres.sql").items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    """Who answered a connection: the database and the postmaster (its start time tells
+    one server from another), and whether a pooler stood between (``pooled``)."""
+
+    database: str
+    database_oid: int
+    started: Any
+    pooled: bool
+
+    def same_database(self, other: Server) -> bool:
+        return (self.database, self.database_oid, self.started) == (
+            other.database,
+            other.database_oid,
+            other.started,
+        )
 
 
 def first_line(exc: BaseException) -> str:
@@ -78,14 +118,26 @@ class Spare:
 
 
 class Connections:
-    """One store's way to its Postgres: the DSN, the pool and the errors."""
+    """One store's way to its Postgres: the DSNs, the pool and the errors."""
 
-    def __init__(self, dsn: str, schema: str, *, min_size: int, max_size: int) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        schema: str,
+        *,
+        min_size: int,
+        max_size: int,
+        direct_dsn: str | None = None,
+    ) -> None:
         self.schema = schema
+        self.q = queries(schema)
         self._min_size, self.max_size = min_size, max_size
+        self.direct_conninfo = self.conninfo_for(direct_dsn) if direct_dsn else None
         self.set_dsn(dsn)
         self.pool: AsyncConnectionPool | None = None
         self._spare: Spare | None = None
+        #: TASKQ_DSN goes through a pooler (learnt at open; until then assumed, the safe way)
+        self.pooled = True
 
     def set_dsn(self, dsn: str) -> None:
         self.dsn = dsn
@@ -93,21 +145,41 @@ class Connections:
         self.conninfo = self.conninfo_for(dsn)
 
     def conninfo_for(self, dsn: str, planner: Sequence[str] = ()) -> str:
-        """The conninfo of ``dsn`` with the schema, time zone and ``planner`` settings."""
+        """The conninfo of ``dsn``, with ``planner`` settings as startup options (only
+        for a connection that reaches Postgres directly: a pooler refuses them)."""
         try:
             params = conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as exc:
             raise InvalidDSN(
                 f"invalid DSN {redact(dsn)!r}: {redaction.echoed(first_line(exc), dsn)}"
             ) from None
-        extra = "".join(f" -c {setting}" for setting in planner)
-        options = (
-            f"{params.get('options') or ''} -c search_path={self.schema} -c TimeZone=UTC{extra}"
-        )
-        params["options"] = options.strip()
+        if planner:
+            extra = " ".join(f"-c {setting}" for setting in planner)
+            params["options"] = f"{params.get('options') or ''} {extra}".strip()
         params.setdefault("connect_timeout", str(int(CONNECT_TIMEOUT)))
         params.setdefault("application_name", "taskq")
         return make_conninfo("", **params)
+
+    @property
+    def prepare_threshold(self) -> int | None:
+        """psycopg's: prepare after 5 runs on a direct connection, never through a pooler."""
+        return None if self.pooled else 5
+
+    @property
+    def connection_kwargs(self) -> dict[str, Any]:
+        """How every connection of the store's own is opened (the pool's, the claim
+        connection, the calling threads'): autocommit, prepared only when direct."""
+        return {"autocommit": True, "prepare_threshold": self.prepare_threshold}
+
+    @property
+    def listen_conninfo(self) -> str | None:
+        """Where LISTEN goes: TASKQ_DSN when it is direct, else TASKQ_PG_DSN_DIRECT; None
+        when neither can hold a session (the store polls)."""
+        return self.direct_conninfo if self.pooled else self.conninfo
+
+    async def connect(self, conninfo: str) -> psycopg.AsyncConnection:
+        """A connection outside the pool, set up as the pool's are."""
+        return await psycopg.AsyncConnection.connect(conninfo, **self.connection_kwargs)
 
     # -- errors ------------------------------------------------------------------------
     def translate(self, exc: psycopg.Error) -> StoreError:
@@ -126,19 +198,54 @@ class Connections:
         return StoreUnavailable(f"the store for {self.display_dsn} is not open")
 
     # -- the pool ----------------------------------------------------------------------
-    async def new_pool(self, conninfo: str) -> AsyncConnectionPool:
-        """Open a pool after one direct connection proves the server answers (so a bad
-        host fails at once, with the server's own reason)."""
+    async def _server(self, conninfo: str, display: str) -> Server:
+        """Connect once and ask who answers (a bad host fails here, with the server's own
+        reason)."""
         try:
-            probe = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
-            await probe.close()
+            probe = await psycopg.AsyncConnection.connect(
+                conninfo, autocommit=True, prepare_threshold=None
+            )
+            try:
+                cur = probe.cursor(row_factory=dict_row)
+                await cur.execute(self.q["server_identity"])
+                row = await cur.fetchone()
+                assert row is not None, "server_identity returns one row"
+                pooled = probe.info.backend_pid != row["pid"]
+            finally:
+                await probe.close()
         except psycopg.Error as exc:
             raise StoreUnavailable(
-                f"cannot connect to Postgres at {self.display_dsn}: {first_line(exc)}"
+                f"cannot connect to Postgres at {display}: {first_line(exc)}"
             ) from exc
+        return Server(row["database"], row["database_oid"], row["started"], pooled)
+
+    async def _check_direct(self, server: Server) -> None:
+        """Past a pooler, TASKQ_PG_DSN_DIRECT must reach the same database as TASKQ_DSN,
+        and directly (a direct TASKQ_DSN never uses it)."""
+        if self.direct_conninfo is None or not server.pooled:
+            return
+        shown = f"{HEALTH_DSN_ENV} ({redact(self.direct_conninfo)})"
+        direct = await self._server(self.direct_conninfo, shown)
+        if direct.pooled:
+            raise ConfigError(
+                f"{shown} goes through a connection pooler: it must reach Postgres itself"
+            )
+        if not direct.same_database(server):
+            raise ConfigError(
+                f"{shown} reaches database {direct.database!r}, not the database "
+                f"{server.database!r} of {self.display_dsn} on the same server: they must "
+                "be one database"
+            )
+
+    async def new_pool(self, conninfo: str) -> AsyncConnectionPool:
+        """Open a pool after one connection proves the server answers and tells whether
+        a pooler stands between (``pooled``), and TASKQ_PG_DSN_DIRECT is checked."""
+        server = await self._server(conninfo, self.display_dsn)
+        await self._check_direct(server)
+        self.pooled = server.pooled
         pool = AsyncConnectionPool(
             conninfo,
-            kwargs=CONNECTION_KWARGS,
+            kwargs=self.connection_kwargs,
             min_size=self._min_size,
             max_size=self.max_size,
             open=False,
@@ -256,13 +363,13 @@ class Connections:
     async def fetchall(self, name: str, params: dict[str, Any] | None = None) -> list[DictRow]:
         async with self.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(Q[name], params)
+            await cur.execute(self.q[name], params)
             return await cur.fetchall()
 
     async def fetchone(self, name: str, params: dict[str, Any] | None = None) -> DictRow | None:
         async with self.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(Q[name], params)
+            await cur.execute(self.q[name], params)
             return await cur.fetchone()
 
     async def fetchvalue(self, name: str, column: str, params: dict[str, Any]) -> int:
@@ -273,4 +380,4 @@ class Connections:
 
     async def execute(self, name: str, params: dict[str, Any] | None = None) -> None:
         async with self.connection() as conn:
-            await conn.execute(Q[name], params)
+            await conn.execute(self.q[name], params)

@@ -5,8 +5,8 @@ a web request pays: docs/benchmarks.md).
 
 The rows and statements are the async path's (``enqueue_one`` / ``enqueue`` /
 ``enqueue_full`` for fewer than ``copy_threshold`` jobs, one ``COPY`` from there), on a
-connection opened as the pool's are (``Connections.conninfo``: ``search_path``,
-``TimeZone``, ``application_name``; ``CONNECTION_KWARGS``: autocommit): each write is
+connection opened as the pool's are (``Connections.conninfo``: ``application_name``;
+``Connections.connection_kwargs``: autocommit, nothing prepared through a pooler): each write is
 one statement, its own transaction, all or nothing.
 
 Connections (``HereConnections``): at most ``max_size`` out at once (the store pool's
@@ -34,7 +34,7 @@ import psycopg
 from ...exceptions import StoreUnavailable
 from ...jobs import JobColumns
 from ..enqueue import columns_insert, copy_columns
-from .connections import CHECKOUT_TIMEOUT, CONNECTION_KWARGS, Connections, hung_up
+from .connections import CHECKOUT_TIMEOUT, Connections, hung_up
 
 MAX_IDLE = 600.0  # an idle connection is closed after this long unused
 MAX_LIFETIME = 3600.0  # and any after this long (as the pool's max_lifetime)
@@ -120,7 +120,7 @@ class HereConnections:
     def _connect(self) -> _Kept:
         generation = self._generation
         try:
-            conn = psycopg.Connection.connect(self._db.conninfo, **CONNECTION_KWARGS)
+            conn = psycopg.Connection.connect(self._db.conninfo, **self._db.connection_kwargs)
         except psycopg.Error as exc:
             raise self._db.translate(exc) from exc
         return _Kept(conn, generation)

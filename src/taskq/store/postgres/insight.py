@@ -27,11 +27,8 @@ from ...jobs import Job, WorkerInfo
 from ...workflows.model import WorkflowInfo
 from ..queues import activities, depths, statuses
 from ..rows import Codec
-from ..sqlfile import load_queries
 from ..workflows import workflow_info
 from .connections import Connections
-
-Q = load_queries("postgres.sql")
 
 
 class PostgresInsight:
@@ -73,7 +70,7 @@ class PostgresInsight:
         (a tag, a dead state) from a common one."""
         async with self._db.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(Q[name], params, prepare=False)
+            await cur.execute(self._db.q[name], params, prepare=False)
             return await cur.fetchall()
 
     async def list_workflows(

@@ -1,8 +1,18 @@
--- Every statement the Postgres store sends. Connections run with search_path set to
--- the taskq schema, so no name carries a schema prefix. Parameters are psycopg's
--- %(name)s; {schema} and {channel} are identifiers filled in with psycopg.sql.
+-- Every statement the Postgres store sends. Every table and function is named with its
+-- schema, {schema}.jobs, filled in once per store (the quoted identifier): no statement
+-- depends on a session's search_path, so each runs as well through a transaction pooler
+-- (PgBouncer) as on a direct connection. Parameters are psycopg's %(name)s; {channel} is
+-- an identifier filled in with psycopg.sql.
 -- Re-queued due jobs are announced with pg_notify(%(channel)s, queue) in the same
 -- statement; inserts are announced by the jobs_notify_enqueued trigger.
+
+-- name: server_identity
+-- description: Who answers a connection: its backend, database and server (start time).
+-- Through a pooler the backend pid differs from the one the connection was given at
+-- startup (the pooler's own cancel key): that is how the store knows it is pooled.
+SELECT pg_backend_pid() AS pid, current_database() AS database,
+       (SELECT oid FROM pg_database WHERE datname = current_database())::int8 AS database_oid,
+       pg_postmaster_start_time() AS started;
 
 -- name: create_schema
 -- description: Create the taskq schema (migrate, under the migration lock).
@@ -29,11 +39,11 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 
 -- name: applied_migrations
 -- description: Versions already applied, in order.
-SELECT version FROM schema_migrations ORDER BY version;
+SELECT version FROM {schema}.schema_migrations ORDER BY version;
 
 -- name: record_migration
 -- description: Mark one migration as applied.
-INSERT INTO schema_migrations (version) VALUES (%(version)s);
+INSERT INTO {schema}.schema_migrations (version) VALUES (%(version)s);
 
 -- name: listen
 -- description: Subscribe the listener connection to enqueue notifications.
@@ -124,14 +134,15 @@ ON CONFLICT (unique_key)
 RETURNING id;
 
 -- name: enqueue_stage
--- description: A session's staging table for large batches with unique keys, meta or tags.
+-- description: A transaction's staging table for large batches with unique keys, meta or tags.
 -- COPY into it, then one INSERT ... SELECT ON CONFLICT (enqueue_from_stage): about twice
--- the speed of enqueue_full's unnest for thousands of rows. Emptied at every commit.
+-- the speed of enqueue_full's unnest for thousands of rows. Dropped at its commit: nothing
+-- stays in the session (a transaction pooler hands the session to other clients next).
 CREATE TEMP TABLE IF NOT EXISTS taskq_enqueue_stage (
     id uuid, actor text, queue text, args text, kwargs text, priority int,
     run_at timestamptz, max_attempts int, max_crashes int, idempotent bool,
     unique_key text, unique_states text, meta text, tags text
-) ON COMMIT DELETE ROWS;
+) ON COMMIT DROP;
 
 -- name: enqueue_stage_copy
 -- description: Stream a large batch into the staging table.
@@ -179,12 +190,12 @@ blamed_crashes, unproven_crashes, workflow_id, step
 -- name: get_job
 -- description: One job by id.
 SELECT {{job_columns}}
-FROM jobs WHERE id = %(id)s;
+FROM {schema}.jobs WHERE id = %(id)s;
 
 -- name: list_jobs
 -- description: Jobs newest first (UUIDv7 ids are time-ordered), optionally by state/queue/tag.
 SELECT {{job_columns}}
-FROM jobs
+FROM {schema}.jobs
 WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(tag)s::text IS NULL OR (tags IS NOT NULL AND tags @> ARRAY[%(tag)s::text]))
@@ -193,21 +204,21 @@ LIMIT %(limit)s;
 
 -- name: stats
 -- description: Number of jobs per state (states without jobs are absent).
-SELECT state, count(*) AS count FROM jobs GROUP BY state;
+SELECT state, count(*) AS count FROM {schema}.jobs GROUP BY state;
 
 -- name: retry_jobs
 -- description: Dead or cancelled jobs back to queued now, counters reset, error kept.
 -- A job whose unique key another job holds (or a newer job retried with it) stays put,
 -- and so does a workflow's step: the steps after it have ended (docs/workflows.md).
 WITH moved AS (
-    UPDATE jobs
+    UPDATE {schema}.jobs
     SET state = 'queued', attempt = 0, crash_count = 0, blamed_crashes = 0,
         unproven_crashes = 0, snooze_count = 0, dead_reason = NULL,
         cancelled_at = NULL, cancelled_by = NULL, run_at = now(),
         started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
     WHERE id = ANY(%(ids)s::uuid[]) AND state IN ('dead', 'cancelled') AND workflow_id IS NULL
       AND (unique_key IS NULL OR NOT EXISTS (
-          SELECT 1 FROM jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
+          SELECT 1 FROM {schema}.jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
             AND (strpos(h.unique_states, ',' || h.state || ',') > 0
                  OR (h.id > jobs.id AND h.id = ANY(%(ids)s::uuid[]) AND h.state IN ('dead', 'cancelled')))))
     RETURNING id, queue
@@ -220,14 +231,14 @@ FROM moved;
 -- name: retry_all_dead
 -- description: Every dead job back to queued now; returns how many moved (not workflow steps).
 WITH moved AS (
-    UPDATE jobs
+    UPDATE {schema}.jobs
     SET state = 'queued', attempt = 0, crash_count = 0, blamed_crashes = 0,
         unproven_crashes = 0, snooze_count = 0, dead_reason = NULL,
         cancelled_at = NULL, cancelled_by = NULL, run_at = now(),
         started_at = NULL, finished_at = NULL, worker_id = NULL, lease_expires_at = NULL
     WHERE state = 'dead' AND workflow_id IS NULL
       AND (unique_key IS NULL OR NOT EXISTS (
-          SELECT 1 FROM jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
+          SELECT 1 FROM {schema}.jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
             AND (strpos(h.unique_states, ',' || h.state || ',') > 0
                  OR (h.id > jobs.id AND h.state = 'dead'))))
     RETURNING queue
@@ -239,7 +250,7 @@ FROM moved;
 
 -- name: cancel_jobs
 -- description: Queued jobs to cancelled.
-UPDATE jobs SET state = 'cancelled', finished_at = now(), cancelled_at = now(),
+UPDATE {schema}.jobs SET state = 'cancelled', finished_at = now(), cancelled_at = now(),
                 cancelled_by = %(by)s::text
 WHERE id = ANY(%(ids)s::uuid[]) AND state = 'queued'
 RETURNING id;
@@ -250,7 +261,7 @@ RETURNING id;
 -- payload the job id; workers also poll). Each row says what happened to one job:
 -- moved with its new state, or not moved (finished, or a cancel already asked for).
 WITH moved AS (
-    UPDATE jobs
+    UPDATE {schema}.jobs
     SET state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END,
         finished_at = CASE WHEN state = 'queued' THEN now() ELSE finished_at END,
         cancelled_at = now(), cancelled_by = %(by)s::text
@@ -263,13 +274,13 @@ WITH moved AS (
 )
 SELECT j.id, coalesce(m.state, j.state) AS state, m.id IS NOT NULL AS moved,
        (SELECT n FROM told) AS notified
-FROM jobs j
+FROM {schema}.jobs j
 LEFT JOIN moved m ON m.id = j.id
 WHERE j.id = ANY(%(ids)s::uuid[]);
 
 -- name: cancel_requested
 -- description: This worker's running jobs whose cancel was asked for.
-SELECT id FROM jobs
+SELECT id FROM {schema}.jobs
 WHERE worker_id = %(worker_id)s AND state = 'running' AND cancelled_at IS NOT NULL;
 
 -- name: advance_next_scheduled
@@ -277,11 +288,11 @@ WHERE worker_id = %(worker_id)s AND state = 'running' AND cancelled_at IS NOT NU
 -- now (the clock jump of taskq.testing.drain). Returns their ids. A workflow step that
 -- waits for its upstream steps is not scheduled: it is never made due here.
 WITH next AS (
-    SELECT min(run_at) AS at FROM jobs
+    SELECT min(run_at) AS at FROM {schema}.jobs
     WHERE state = 'queued' AND queue = ANY(%(queues)s::text[]) AND run_at > now()
       AND coalesce(upstream_left, 0) = 0
 )
-UPDATE jobs SET run_at = now()
+UPDATE {schema}.jobs SET run_at = now()
 FROM next
 WHERE jobs.state = 'queued' AND jobs.queue = ANY(%(queues)s::text[]) AND jobs.run_at = next.at
 RETURNING jobs.id;
@@ -289,7 +300,7 @@ RETURNING jobs.id;
 -- name: actor_configs
 -- description: Every recorded actor configuration.
 SELECT name, queue, max_attempts, max_crashes, idempotent, cpu_bound, timeout, extra::text
-FROM actors ORDER BY name;
+FROM {schema}.actors ORDER BY name;
 
 -- name: actor_configs_lock
 -- description: Serialise workers comparing and recording actor configurations (one of
@@ -298,7 +309,7 @@ SELECT pg_advisory_xact_lock(hashtext(%(key)s));
 
 -- name: upsert_actor_configs
 -- description: Record a batch of actor configurations (insert or overwrite).
-INSERT INTO actors AS a (name, queue, max_attempts, max_crashes, idempotent, cpu_bound,
+INSERT INTO {schema}.actors AS a (name, queue, max_attempts, max_crashes, idempotent, cpu_bound,
                          timeout, extra, updated_at)
 SELECT v.name, v.queue, v.max_attempts, v.max_crashes, v.idempotent, v.cpu_bound,
        v.timeout, v.extra::json, now()
@@ -314,7 +325,7 @@ SET queue = excluded.queue, max_attempts = excluded.max_attempts,
 
 -- name: register_worker
 -- description: Insert (or refresh) a worker's row.
-INSERT INTO workers (id, workgroup_instance, worker_label, pid, hostname, queues,
+INSERT INTO {schema}.workers (id, workgroup_instance, worker_label, pid, hostname, queues,
                      started_at, last_seen_at)
 VALUES (%(id)s, %(workgroup_instance)s, %(worker_label)s, %(pid)s, %(hostname)s,
         %(queues)s::text[], coalesce(%(started_at)s::timestamptz, now()), now())
@@ -325,17 +336,17 @@ SET workgroup_instance = excluded.workgroup_instance, worker_label = excluded.wo
 
 -- name: unregister_worker
 -- description: Remove a worker's row (clean exit).
-DELETE FROM workers WHERE id = %(id)s;
+DELETE FROM {schema}.workers WHERE id = %(id)s;
 
 -- name: list_workers
 -- description: Every worker row, oldest first.
 SELECT id, pid, hostname, queues, worker_label, workgroup_instance, started_at, last_seen_at
-FROM workers ORDER BY started_at, id;
+FROM {schema}.workers ORDER BY started_at, id;
 
 -- name: find_worker
 -- description: The newest row for (workgroup instance, label): the workgroup's health check.
 SELECT id, pid, hostname, queues, worker_label, workgroup_instance, started_at, last_seen_at
-FROM workers
+FROM {schema}.workers
 WHERE workgroup_instance = %(workgroup_instance)s AND worker_label = %(worker_label)s
 ORDER BY last_seen_at DESC
 LIMIT 1;
@@ -347,13 +358,13 @@ LIMIT 1;
 -- whatever still runs. Waiting made the heartbeat and complete deadlock: each locks the
 -- worker's running rows, in different orders.
 WITH seen AS (
-    UPDATE workers SET last_seen_at = now() WHERE id = %(worker_id)s
+    UPDATE {schema}.workers SET last_seen_at = now() WHERE id = %(worker_id)s
 ), mine AS (
-    SELECT id FROM jobs
+    SELECT id FROM {schema}.jobs
     WHERE worker_id = %(worker_id)s AND state = 'running'
     FOR UPDATE SKIP LOCKED
 ), extended AS (
-    UPDATE jobs SET lease_expires_at = now() + make_interval(secs => %(lease)s::float8)
+    UPDATE {schema}.jobs SET lease_expires_at = now() + make_interval(secs => %(lease)s::float8)
     FROM mine
     WHERE jobs.id = mine.id
     RETURNING 1
@@ -396,7 +407,7 @@ CASE WHEN jobs.workflow_id IS NOT NULL
 
 -- fragment: claim_picked
 -- description: Start a run of each picked job (CTE picked: ids) and return its columns.
-UPDATE jobs
+UPDATE {schema}.jobs
 SET {{start_run}}
 FROM picked
 WHERE jobs.id = picked.id
@@ -417,14 +428,14 @@ RETURNING {{claimed_columns}}
 -- by datetimes and UUIDs, cost more than the rest of decoding it).
 WITH open AS MATERIALIZED (  -- once per queue, before any row is locked
     SELECT q.name FROM unnest(%(queues)s::text[]) AS q(name)
-    WHERE NOT EXISTS (SELECT 1 FROM queues c WHERE c.name = q.name AND c.paused)
-      AND NOT EXISTS (SELECT 1 FROM limits l WHERE l.kind = 'queue' AND l.name = q.name)
-      AND NOT EXISTS (SELECT 1 FROM limits l WHERE l.kind = 'actor')
+    WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues c WHERE c.name = q.name AND c.paused)
+      AND NOT EXISTS (SELECT 1 FROM {schema}.limits l WHERE l.kind = 'queue' AND l.name = q.name)
+      AND NOT EXISTS (SELECT 1 FROM {schema}.limits l WHERE l.kind = 'actor')
 ), picked AS (
     SELECT j.id
     FROM open AS q
     CROSS JOIN LATERAL (
-        SELECT id, priority, run_at FROM jobs
+        SELECT id, priority, run_at FROM {schema}.jobs
         WHERE state = 'queued'
           AND queue = q.name
           AND run_at <= now()
@@ -490,17 +501,17 @@ late = (jobs.state <> 'running')
 -- another job holds the row's unique key now: the late write would collide with it.
 (jobs.state = 'queued' OR (jobs.state = 'dead' AND jobs.dead_reason IN ('crashed', 'poison')))
 AND (jobs.unique_key IS NULL OR NOT EXISTS (
-    SELECT 1 FROM jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
+    SELECT 1 FROM {schema}.jobs h WHERE h.unique_key = jobs.unique_key AND h.id <> jobs.id
       AND strpos(h.unique_states, ',' || h.state || ',') > 0))
 
 -- fragment: crash_rule
 -- description: The crash rules (crash_outcome) on job row j for a death d (d.blamed, d.shared).
 -- max_unblamed is the actor option max_unblamed_crashes (recorded in actors.extra by the
 -- workers; 5, taskq.blame.DEFAULT_MAX_UNBLAMED_CRASHES, for an actor never recorded).
-crash_outcome(j.blamed_crashes, j.unproven_crashes, j.max_crashes, j.idempotent,
+{schema}.crash_outcome(j.blamed_crashes, j.unproven_crashes, j.max_crashes, j.idempotent,
               d.blamed, d.shared,
               coalesce((SELECT (a.extra->>'max_unblamed_crashes')::int
-                        FROM actors a WHERE a.name = j.actor), 5))
+                        FROM {schema}.actors a WHERE a.name = j.actor), 5))
 
 -- fragment: crash_verdict
 -- description: The verdict columns of a crash of job row j: rule c.rule, death d.
@@ -511,7 +522,7 @@ nullif(c.rule, 'queued') AS next_reason
 
 -- name: limits_exist
 -- description: Does any limit apply to a claim on these queues? (cached briefly by the store)
-SELECT EXISTS (SELECT 1 FROM limits
+SELECT EXISTS (SELECT 1 FROM {schema}.limits
                WHERE kind = 'actor' OR (kind = 'queue' AND name = ANY(%(queues)s::text[])))
        AS found;
 
@@ -553,26 +564,26 @@ SELECT pg_advisory_xact_lock(hashtext(%(key)s)), set_config('jit', 'off', true),
 -- that were full (`full_limits`); with nothing claimed, one row with a NULL id says it.
 WITH wanted AS (
     SELECT q.name FROM unnest(%(queues)s::text[]) AS q(name)
-    WHERE NOT EXISTS (SELECT 1 FROM queues c WHERE c.name = q.name AND c.paused)
+    WHERE NOT EXISTS (SELECT 1 FROM {schema}.queues c WHERE c.name = q.name AND c.paused)
 ), lim AS (
     SELECT l.kind, l.name, l.concurrency, l.rate, l.rate_period,
            clock_timestamp() - make_interval(secs => l.rate_period * 1.05) AS window_start,
            to_timestamp(floor(extract(epoch FROM clock_timestamp()) / (l.rate_period / 20))
                         * (l.rate_period / 20)) AS bucket
-    FROM limits l
+    FROM {schema}.limits l
     WHERE l.kind = 'actor' OR l.name IN (SELECT name FROM wanted)
 ), room AS (
     SELECT l.kind, l.name,
            least(
                CASE WHEN l.concurrency IS NULL THEN %(limit)s
                     ELSE l.concurrency - (
-                        SELECT count(*) FROM jobs j
+                        SELECT count(*) FROM {schema}.jobs j
                         WHERE j.state = 'running'
                           AND CASE l.kind WHEN 'queue' THEN j.queue ELSE j.actor END = l.name)
                END,
                CASE WHEN l.rate IS NULL THEN %(limit)s
                     ELSE l.rate - (
-                        SELECT coalesce(sum(s.starts), 0) FROM limit_starts s
+                        SELECT coalesce(sum(s.starts), 0) FROM {schema}.limit_starts s
                         WHERE s.kind = l.kind AND s.name = l.name
                           AND s.bucket > l.window_start)
                END
@@ -583,7 +594,7 @@ WITH wanted AS (
     FROM wanted q
     LEFT JOIN room r ON r.kind = 'queue' AND r.name = q.name
     CROSS JOIN LATERAL (
-        SELECT id, actor, priority, run_at FROM jobs
+        SELECT id, actor, priority, run_at FROM {schema}.jobs
         WHERE state = 'queued'
           AND queue = q.name
           AND run_at <= now()
@@ -611,7 +622,7 @@ WITH wanted AS (
 ), claimed AS (
     {{claim_picked}}
 ), counted AS (
-    INSERT INTO limit_starts AS s (kind, name, bucket, starts)
+    INSERT INTO {schema}.limit_starts AS s (kind, name, bucket, starts)
     SELECT l.kind, l.name, l.bucket, count(*)
     FROM claimed c
     JOIN lim l ON l.rate IS NOT NULL
@@ -619,7 +630,7 @@ WITH wanted AS (
     GROUP BY l.kind, l.name, l.bucket
     ON CONFLICT (kind, name, bucket) DO UPDATE SET starts = s.starts + excluded.starts
 ), pruned AS (  -- start buckets that left their window (disjoint from those counted)
-    DELETE FROM limit_starts s
+    DELETE FROM {schema}.limit_starts s
     USING lim l
     WHERE s.kind = l.kind AND s.name = l.name AND l.rate IS NOT NULL
       AND s.bucket <= l.window_start
@@ -632,7 +643,7 @@ ORDER BY c.priority, c.run_at, c.id;
 
 -- name: pause_queue
 -- description: Pause or resume a queue (paused queues are skipped by every claim).
-INSERT INTO queues AS c (name, paused, paused_at, paused_by, updated_at)
+INSERT INTO {schema}.queues AS c (name, paused, paused_at, paused_by, updated_at)
 VALUES (%(name)s, %(paused)s, CASE WHEN %(paused)s THEN now() END,
         CASE WHEN %(paused)s THEN %(by)s::text END, now())
 ON CONFLICT (name) DO UPDATE
@@ -643,7 +654,7 @@ SET paused = excluded.paused,
 
 -- name: set_limits
 -- description: Set a queue's or an actor's limits (insert or overwrite).
-INSERT INTO limits AS l (kind, name, concurrency, rate, rate_period, updated_at)
+INSERT INTO {schema}.limits AS l (kind, name, concurrency, rate, rate_period, updated_at)
 VALUES (%(kind)s, %(name)s, %(concurrency)s, %(rate)s, %(rate_period)s, now())
 ON CONFLICT (kind, name) DO UPDATE
 SET concurrency = excluded.concurrency, rate = excluded.rate,
@@ -652,29 +663,29 @@ SET concurrency = excluded.concurrency, rate = excluded.rate,
 -- name: clear_limits
 -- description: Remove a queue's or an actor's limits and its counted starts.
 WITH gone AS (
-    DELETE FROM limit_starts WHERE kind = %(kind)s AND name = %(name)s
+    DELETE FROM {schema}.limit_starts WHERE kind = %(kind)s AND name = %(name)s
 )
-DELETE FROM limits WHERE kind = %(kind)s AND name = %(name)s;
+DELETE FROM {schema}.limits WHERE kind = %(kind)s AND name = %(name)s;
 
 -- name: get_limits
 -- description: Every limit, by kind and name.
-SELECT kind, name, concurrency, rate, rate_period FROM limits ORDER BY kind, name;
+SELECT kind, name, concurrency, rate, rate_period FROM {schema}.limits ORDER BY kind, name;
 
 -- name: queue_depths
 -- description: Jobs per queue and state, with the oldest due queued job's wait in seconds.
 SELECT queue, state, count(*) AS n,
        extract(epoch FROM now() - min(run_at) FILTER (WHERE state = 'queued'
                                                       AND run_at <= now()))::float8 AS oldest_s
-FROM jobs
+FROM {schema}.jobs
 GROUP BY queue, state;
 
 -- name: paused_queues
 -- description: The names of the paused queues.
-SELECT name FROM queues WHERE paused ORDER BY name;
+SELECT name FROM {schema}.queues WHERE paused ORDER BY name;
 
 -- name: queue_controls
 -- description: Every queue row (pause state).
-SELECT name, paused, paused_at, paused_by FROM queues ORDER BY name;
+SELECT name, paused, paused_at, paused_by FROM {schema}.queues ORDER BY name;
 
 -- name: complete
 -- description: Write a batch of run outcomes, each fenced by (id, attempt, worker, running).
@@ -704,12 +715,12 @@ WITH outcome AS (
                WHEN 'crashed' THEN nullif(c.rule, 'queued')
            END AS next_reason
     FROM outcome o
-    JOIN jobs j ON j.id = o.id
+    JOIN {schema}.jobs j ON j.id = o.id
     -- one job per pool process: a crashed outcome's death is never shared
     CROSS JOIN LATERAL (SELECT o.blamed, false AS shared) AS d
     CROSS JOIN LATERAL (SELECT CASE WHEN o.kind = 'crashed' THEN {{crash_rule}} END AS rule) AS c
 ), done AS (
-    UPDATE jobs
+    UPDATE {schema}.jobs
     SET {{end_run}},
         meta = coalesce(v.meta::json, jobs.meta)
     FROM verdict v
@@ -728,7 +739,7 @@ FROM done;
 -- name: give_back
 -- description: Return claimed jobs to queued without charging the attempt (fenced).
 WITH returned AS (
-    UPDATE jobs
+    UPDATE {schema}.jobs
     SET state = CASE WHEN jobs.cancelled_at IS NULL THEN 'queued' ELSE 'cancelled' END,
         attempt = jobs.attempt - 1,
         worker_id = CASE WHEN jobs.cancelled_at IS NULL THEN NULL ELSE jobs.worker_id END,
@@ -750,19 +761,19 @@ FROM returned;
 -- description: An observed death: crash rules on that worker's running jobs; drop its row.
 -- The death is shared when the worker was running more than one job.
 WITH gone AS (
-    DELETE FROM workers WHERE id = %(worker_id)s
+    DELETE FROM {schema}.workers WHERE id = %(worker_id)s
 ), death AS (
     SELECT %(blamed)s::bool AS blamed,
-           (SELECT count(*) FROM jobs
+           (SELECT count(*) FROM {schema}.jobs
             WHERE worker_id = %(worker_id)s AND state = 'running') > 1 AS shared
 ), verdict AS (
     SELECT j.id, %(cause)s::text AS error, {{crash_verdict}}
-    FROM jobs j
+    FROM {schema}.jobs j
     CROSS JOIN death d
     CROSS JOIN LATERAL (SELECT {{crash_rule}} AS rule) AS c
     WHERE j.worker_id = %(worker_id)s AND j.state = 'running'
 ), rescued AS (
-    UPDATE jobs
+    UPDATE {schema}.jobs
     SET {{end_run}}
     FROM verdict v
     WHERE jobs.id = v.id AND jobs.worker_id = %(worker_id)s AND jobs.state = 'running'
@@ -784,15 +795,15 @@ WITH sweeper AS (
                || coalesce(' on ' || w.hostname || ' (pid ' || w.pid::text || ')', '')
                || ' stopped heartbeating' AS error,
            {{crash_verdict}}
-    FROM jobs j
+    FROM {schema}.jobs j
     CROSS JOIN sweeper
-    LEFT JOIN workers w ON w.id = j.worker_id
+    LEFT JOIN {schema}.workers w ON w.id = j.worker_id
     CROSS JOIN (SELECT false AS blamed, false AS shared) AS d
     CROSS JOIN LATERAL (SELECT {{crash_rule}} AS rule) AS c
     WHERE sweeper.got AND j.state = 'running' AND j.lease_expires_at < now()
       AND j.worker_id IS DISTINCT FROM %(exclude_worker)s::uuid
 ), rescued AS (
-    UPDATE jobs
+    UPDATE {schema}.jobs
     SET {{end_run}}
     FROM verdict v
     WHERE jobs.id = v.id AND jobs.worker_id = v.worker_id AND jobs.state = 'running'
@@ -806,50 +817,50 @@ FROM rescued;
 
 -- name: prune_succeeded
 -- description: Delete one batch of succeeded jobs finished before a time.
-DELETE FROM jobs
-WHERE id IN (SELECT id FROM jobs
+DELETE FROM {schema}.jobs
+WHERE id IN (SELECT id FROM {schema}.jobs
              WHERE state = 'succeeded' AND finished_at < %(before)s
              LIMIT %(batch)s);
 
 -- name: prune_ended
 -- description: Delete one batch of jobs in one other end state (dead, cancelled) finished before a time.
-DELETE FROM jobs
-WHERE id IN (SELECT id FROM jobs
+DELETE FROM {schema}.jobs
+WHERE id IN (SELECT id FROM {schema}.jobs
              WHERE state = %(state)s AND finished_at < %(before)s
              LIMIT %(batch)s);
 
 -- name: prune_workers
 -- description: Delete worker rows not seen since a time that hold no running job.
-DELETE FROM workers w
+DELETE FROM {schema}.workers w
 WHERE w.last_seen_at < %(before)s
-  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.worker_id = w.id AND j.state = 'running');
+  AND NOT EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.worker_id = w.id AND j.state = 'running');
 
 -- name: queue_backlog
 -- description: Per queue: queued (with its oldest run_at), running and dead counts; each part one scan of a partial index.
 SELECT queue, 'queued' AS state, count(*) AS jobs,
        CASE WHEN min(run_at) <= now()
             THEN extract(epoch FROM now() - min(run_at))::float8 ELSE 0.0 END AS oldest_due_age
-FROM jobs WHERE state = 'queued' GROUP BY queue
+FROM {schema}.jobs WHERE state = 'queued' GROUP BY queue
 UNION ALL
-SELECT queue, 'running', count(*), 0.0 FROM jobs WHERE state = 'running' GROUP BY queue
+SELECT queue, 'running', count(*), 0.0 FROM {schema}.jobs WHERE state = 'running' GROUP BY queue
 UNION ALL
-SELECT queue, 'dead', count(*), 0.0 FROM jobs WHERE state = 'dead' GROUP BY queue;
+SELECT queue, 'dead', count(*), 0.0 FROM {schema}.jobs WHERE state = 'dead' GROUP BY queue;
 
 -- name: queue_activity
 -- description: Per queue since a time: succeeded jobs, failed runs and jobs gone dead.
-SELECT queue, 'succeeded' AS kind, count(*) AS n FROM jobs
+SELECT queue, 'succeeded' AS kind, count(*) AS n FROM {schema}.jobs
 WHERE state = 'succeeded' AND finished_at >= %(since)s GROUP BY queue
 UNION ALL
-SELECT j.queue AS queue, 'failed_run', count(*) FROM job_errors AS e JOIN jobs AS j ON j.id = e.job_id
+SELECT j.queue AS queue, 'failed_run', count(*) FROM {schema}.job_errors AS e JOIN {schema}.jobs AS j ON j.id = e.job_id
 WHERE e.at >= %(since)s GROUP BY j.queue
 UNION ALL
-SELECT queue, 'dead', count(*) FROM jobs
+SELECT queue, 'dead', count(*) FROM {schema}.jobs
 WHERE state = 'dead' AND finished_at >= %(since)s GROUP BY queue;
 
 -- name: browse_jobs
 -- description: One page of jobs newest first, filtered, after a keyset cursor (id < before).
 SELECT {{job_columns}}
-FROM jobs
+FROM {schema}.jobs
 WHERE id < %(before)s::uuid
   AND (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
@@ -861,17 +872,17 @@ LIMIT %(limit)s;
 
 -- name: job_errors
 -- description: Every failed run of one job, oldest first.
-SELECT attempt, at, crash, worker_id, error FROM job_errors
+SELECT attempt, at, crash, worker_id, error FROM {schema}.job_errors
 WHERE job_id = %(id)s ORDER BY at, attempt;
 
 -- name: discard_jobs
 -- description: Delete dead or cancelled jobs (their errors go with them).
-DELETE FROM jobs WHERE id = ANY(%(ids)s::uuid[]) AND state IN ('dead', 'cancelled')
+DELETE FROM {schema}.jobs WHERE id = ANY(%(ids)s::uuid[]) AND state IN ('dead', 'cancelled')
 RETURNING id;
 
 -- name: try_lead
 -- description: Take or renew the lease on a fleet-wide chore; a row comes back when we hold it.
-INSERT INTO leaders (name, holder, expires_at)
+INSERT INTO {schema}.leaders (name, holder, expires_at)
 VALUES (%(name)s, %(holder)s, now() + make_interval(secs => %(seconds)s))
 ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
 WHERE leaders.holder = excluded.holder OR leaders.expires_at < now()
@@ -879,11 +890,11 @@ RETURNING holder;
 
 -- name: release_lead
 -- description: Give up a chore's lease (clean shutdown), so another process takes it now.
-DELETE FROM leaders WHERE name = %(name)s AND holder = %(holder)s RETURNING name;
+DELETE FROM {schema}.leaders WHERE name = %(name)s AND holder = %(holder)s RETURNING name;
 
 -- name: report_workgroup
 -- description: Record what a workgroup supervisor says about its children.
-INSERT INTO workgroups (instance, hostname, pid, children, updated_at)
+INSERT INTO {schema}.workgroups (instance, hostname, pid, children, updated_at)
 VALUES (%(instance)s, %(hostname)s, %(pid)s, %(children)s::json, now())
 ON CONFLICT (instance) DO UPDATE
 SET hostname = excluded.hostname, pid = excluded.pid, children = excluded.children,
@@ -892,16 +903,16 @@ RETURNING instance;
 
 -- name: remove_workgroup
 -- description: Forget a workgroup that stopped cleanly.
-DELETE FROM workgroups WHERE instance = %(instance)s RETURNING instance;
+DELETE FROM {schema}.workgroups WHERE instance = %(instance)s RETURNING instance;
 
 -- name: list_workgroups
 -- description: Workgroups heard from since a time, newest first.
-SELECT instance, hostname, pid, children::text AS children, updated_at FROM workgroups
+SELECT instance, hostname, pid, children::text AS children, updated_at FROM {schema}.workgroups
 WHERE updated_at >= %(since)s ORDER BY updated_at DESC;
 
 -- name: record_schedules
 -- description: Upsert the schedules a worker runs; first_seen_at and last_tick are kept.
-INSERT INTO schedules AS s (name, actor, cron, timezone, missed, first_seen_at, seen_at)
+INSERT INTO {schema}.schedules AS s (name, actor, cron, timezone, missed, first_seen_at, seen_at)
 SELECT v.name, v.actor, v.cron, v.timezone, v.missed, %(now)s, %(now)s
 FROM unnest(%(names)s::text[], %(actors)s::text[], %(crons)s::text[],
             %(timezones)s::text[], %(missed)s::text[])
@@ -913,11 +924,11 @@ SET actor = excluded.actor, cron = excluded.cron, timezone = excluded.timezone,
 -- name: list_schedules
 -- description: Every recorded schedule, by name.
 SELECT name, actor, cron, timezone, missed, first_seen_at, seen_at, last_tick
-FROM schedules ORDER BY name;
+FROM {schema}.schedules ORDER BY name;
 
 -- name: mark_schedule_tick
 -- description: A schedule's ticks up to this one are done (enqueued or skipped); never back.
-UPDATE schedules SET last_tick = %(tick)s
+UPDATE {schema}.schedules SET last_tick = %(tick)s
 WHERE name = %(name)s AND (last_tick IS NULL OR last_tick < %(tick)s);
 
 -- name: autovacuum_state
@@ -934,17 +945,17 @@ SELECT current_setting('autovacuum')::bool AS server,
        OR pg_has_role(d.datdba, 'USAGE') AS can_vacuum,
        current_user AS role
 FROM pg_class AS c, pg_database AS d
-WHERE c.oid = 'jobs'::regclass AND d.datname = current_database();
+WHERE c.oid = '{schema}.jobs'::regclass AND d.datname = current_database();
 
 -- name: vacuumed_within
 -- description: Whether the jobs table was vacuumed (by anyone, autovacuum too) within the last seconds.
 SELECT coalesce(greatest(last_vacuum, last_autovacuum)
                 > now() - make_interval(secs => %(seconds)s::float8), false) AS recent
-FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass;
+FROM pg_stat_user_tables WHERE relid = '{schema}.jobs'::regclass;
 
 -- name: vacuum_jobs
 -- description: Reclaim the space of the jobs table's dead rows; a warning, not a wait, when another vacuum holds it.
-VACUUM (SKIP_LOCKED) jobs;
+VACUUM (SKIP_LOCKED) {schema}.jobs;
 
 -- name: workflow_insert
 -- description: Insert a workflow's row (with its steps, in one transaction: workflow_steps_insert).
@@ -979,33 +990,33 @@ finished_at, cancelled_at, cancelled_by
 
 -- name: workflow_get
 -- description: One workflow by id.
-SELECT {{workflow_columns}} FROM workflows WHERE id = %(id)s;
+SELECT {{workflow_columns}} FROM {schema}.workflows WHERE id = %(id)s;
 
 -- name: workflow_steps
 -- description: Every step of a workflow, in the order they were added (UUIDv7 ids).
 SELECT id, step, actor, queue, state, upstream_left, upstream, on_failure, attempt,
        dead_reason, cancelled_by, last_error, result::text AS result, created_at,
        started_at, finished_at
-FROM jobs WHERE workflow_id = %(id)s
+FROM {schema}.jobs WHERE workflow_id = %(id)s
 ORDER BY id;
 
 -- name: workflow_list
 -- description: Workflows newest first (UUIDv7 ids are time-ordered), optionally in one state.
-SELECT {{workflow_columns}} FROM workflows
+SELECT {{workflow_columns}} FROM {schema}.workflows
 WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
 ORDER BY id DESC
 LIMIT %(limit)s;
 
 -- name: workflow_upstream_results
 -- description: The name and result of each of these steps (a step's `upstream`, as it starts).
-SELECT step, result::text AS result FROM jobs WHERE id = ANY(%(ids)s::uuid[]);
+SELECT step, result::text AS result FROM {schema}.jobs WHERE id = ANY(%(ids)s::uuid[]);
 
 -- name: workflow_request_cancel
 -- description: Cancel a workflow's steps: queued ones now; running ones are marked and their workers told.
 -- As request_cancel, by workflow: a step that a running step's fan-out or an ack made
 -- queued while this ran is caught by running it again (the store does).
 WITH moved AS (
-    UPDATE jobs
+    UPDATE {schema}.jobs
     SET state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END,
         finished_at = CASE WHEN state = 'queued' THEN now() ELSE finished_at END,
         cancelled_at = now(), cancelled_by = %(by)s::text
@@ -1020,14 +1031,14 @@ FROM moved;
 
 -- name: workflow_mark_cancelled
 -- description: Record who cancelled a workflow (its verdict, once its steps end, is `cancelled`).
-UPDATE workflows SET cancelled_at = now(), cancelled_by = %(by)s::text
+UPDATE {schema}.workflows SET cancelled_at = now(), cancelled_by = %(by)s::text
 WHERE id = %(id)s AND cancelled_at IS NULL
 RETURNING id;
 
 -- name: workflow_fanout_fence
 -- description: Lock a running step that adds steps to its workflow, if this worker still holds its run (fenced).
 SELECT j.workflow_id, j.downstream, j.cancelled_at IS NOT NULL AS cancelling, w.steps
-FROM jobs j JOIN workflows w ON w.id = j.workflow_id
+FROM {schema}.jobs j JOIN {schema}.workflows w ON w.id = j.workflow_id
 WHERE j.id = %(id)s AND j.attempt = %(attempt)s AND j.worker_id = %(worker_id)s
   AND j.state = 'running'
 FOR UPDATE OF j;
@@ -1035,28 +1046,28 @@ FOR UPDATE OF j;
 -- name: workflow_fanout_link
 -- description: Steps added by a running step: it runs before them, and the steps after it wait for them too.
 WITH parent AS (
-    UPDATE jobs SET downstream = coalesce(downstream, ARRAY[]::uuid[]) || %(added)s::uuid[]
+    UPDATE {schema}.jobs SET downstream = coalesce(downstream, ARRAY[]::uuid[]) || %(added)s::uuid[]
     WHERE id = %(id)s
     RETURNING workflow_id
 ), after_it AS (
-    UPDATE jobs
+    UPDATE {schema}.jobs
     SET upstream = coalesce(upstream, ARRAY[]::uuid[]) || %(added)s::uuid[],
         upstream_left = upstream_left + cardinality(%(added)s::uuid[])
     WHERE id = ANY(%(downstream)s::uuid[]) AND state = 'queued'
 )
-UPDATE workflows
+UPDATE {schema}.workflows
 SET steps = steps + cardinality(%(added)s::uuid[]),
     steps_left = steps_left + cardinality(%(added)s::uuid[])
 WHERE id = (SELECT workflow_id FROM parent);
 
 -- name: workflow_totals
 -- description: How many workflows ever finished, by state (taskq_workflows_finished_total).
-SELECT state, finished FROM workflow_totals ORDER BY state;
+SELECT state, finished FROM {schema}.workflow_totals ORDER BY state;
 
 -- name: prune_workflows
 -- description: Delete one batch of finished workflows whose steps are all pruned.
-DELETE FROM workflows
-WHERE id IN (SELECT w.id FROM workflows w
+DELETE FROM {schema}.workflows
+WHERE id IN (SELECT w.id FROM {schema}.workflows w
              WHERE w.finished_at < %(before)s
-               AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = w.id)
+               AND NOT EXISTS (SELECT 1 FROM {schema}.jobs j WHERE j.workflow_id = w.id)
              LIMIT %(batch)s);

@@ -21,9 +21,8 @@ from uuid import UUID
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import dict_row
 
-from ...events import STORE_LISTEN_FAILED, STORE_MIGRATED
+from ...events import LISTEN_UNAVAILABLE, STORE_LISTEN_FAILED, STORE_MIGRATED
 from ...exceptions import SchemaNotMigrated
 from ...jobs import (
     ALL_STATES,
@@ -41,7 +40,7 @@ from ...jobs import (
     WorkerInfo,
 )
 from ...logs import get_logger
-from ...settings import validate_schema
+from ...settings import HEALTH_DSN_ENV, validate_schema
 from .. import pgarray
 from ..drift import Difference, config_differences
 from ..enqueue import (
@@ -55,23 +54,25 @@ from ..enqueue import (
     stage_row,
 )
 from ..queues import limits_from_row, overview
-from ..sqlfile import load_migrations, load_queries
 from .claims import Claimer
 from .codec import CODEC, utc
 from .connections import Connections, first_line
 from .here import HereConnections
 from .insight import PostgresInsight
 from .listen import Listener
+from .schema import apply_migrations, missing_migrations
 from .upkeep import Upkeep
 from .workflows import PostgresWorkflows
 
 log = get_logger(__name__)
 
-Q = load_queries("postgres.sql")
-MIGRATIONS = load_migrations("postgres")
 
 COPY_THRESHOLD = 100  # batches this big go by COPY (one stream), smaller by one INSERT
 COPY_BLOCK = 250  # jobs per block of enqueue_columns' COPY data (sent as the next is built)
+LISTEN_FIX = (
+    f"set {HEALTH_DSN_ENV} to a DSN that reaches Postgres itself (not the pooler) for LISTEN; "
+    "until then workers poll for new jobs and cancels (docs/scaling.md)"
+)
 
 
 def channel_for(schema: str, what: str = "") -> str:
@@ -88,21 +89,30 @@ class PostgresStore(PostgresWorkflows, Upkeep):
     kind = "postgres"
 
     def __init__(
-        self, dsn: str, *, schema: str = "taskq", min_size: int = 1, max_size: int = 10
+        self,
+        dsn: str,
+        *,
+        schema: str = "taskq",
+        min_size: int = 1,
+        max_size: int = 10,
+        direct_dsn: str | None = None,
     ) -> None:
         self.schema = validate_schema(schema)
         self.channel = channel_for(self.schema)
         self.cancel_channel = channel_for(self.schema, "cancel")
-        self._db = Connections(dsn, self.schema, min_size=min_size, max_size=max_size)
+        self._db = Connections(
+            dsn, self.schema, min_size=min_size, max_size=max_size, direct_dsn=direct_dsn
+        )
+        self._told_no_listen = False
         self.enqueue_sql = pg_statements(self.schema)  # also run on callers' connections
         # the synchronous Client's enqueue on its calling threads (LocalEnqueue)
         self._here = HereConnections(
             self._db, self.enqueue_sql, copy_threshold=COPY_THRESHOLD, copy_block=COPY_BLOCK
         )
         self._claimer = Claimer(self._db, CODEC)
-        self._listener = Listener(lambda: self._listen(Q["listen"], self.channel))
+        self._listener = Listener(lambda: self._listen(self._db.q["listen"], self.channel))
         self._cancel_listener = Listener(
-            lambda: self._listen(Q["listen_cancels"], self.cancel_channel)
+            lambda: self._listen(self._db.q["listen_cancels"], self.cancel_channel)
         )
         self.insight = PostgresInsight(self._db, CODEC)
         self._identity: tuple[Any, ...] | None = None
@@ -136,25 +146,10 @@ class PostgresStore(PostgresWorkflows, Upkeep):
         """Drop this store's schema and all its tables (``taskq.testing``: a throwaway
         schema per test). Not part of ``Store``: SQLite's test stores are files."""
         async with self._db.connection() as conn:
-            await conn.execute(sql.SQL(Q["drop_schema"]).format(schema=sql.Identifier(self.schema)))
+            await conn.execute(self._db.q["drop_schema"])
 
     async def migrate(self) -> list[str]:
-        schema = sql.Identifier(self.schema)
-        applied_now: list[str] = []
-        async with self._db.connection() as conn, conn.transaction():
-            await conn.execute(Q["migration_lock"], {"key": f"taskq-migrate:{self.schema}"})
-            await conn.execute(sql.SQL(Q["create_schema"]).format(schema=schema))
-            await conn.execute(sql.SQL(Q["use_schema"]).format(schema=schema))
-            await conn.execute(Q["create_migrations_table"])
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(Q["applied_migrations"])
-            done = {row["version"] for row in await cur.fetchall()}
-            for migration in MIGRATIONS:
-                if migration.version in done:
-                    continue
-                await conn.execute(migration.sql)
-                await conn.execute(Q["record_migration"], {"version": migration.version})
-                applied_now.append(migration.version)
+        applied_now = await apply_migrations(self._db)
         if applied_now:
             log.event(
                 STORE_MIGRATED, dsn=self.display_dsn, schema=self.schema, versions=applied_now
@@ -162,9 +157,7 @@ class PostgresStore(PostgresWorkflows, Upkeep):
         return applied_now
 
     async def check_schema(self) -> None:
-        rows = await self._db.fetchall("applied_migrations")
-        done = {r["version"] for r in rows}
-        missing = [m.version for m in MIGRATIONS if m.version not in done]
+        missing = await missing_migrations(self._db)
         if missing:
             raise SchemaNotMigrated(
                 f"schema {self.schema!r} at {self.display_dsn} lacks migrations "
@@ -332,7 +325,11 @@ class PostgresStore(PostgresWorkflows, Upkeep):
     async def wait_for_cancels(self, timeout: float) -> bool:
         """Until a cancel request is announced (any job: the caller checks which) or
         ``timeout``. The cancel listener is a connection of its own; when it fails this
-        raises StoreUnavailable (the caller backs off and logs the outage once)."""
+        raises StoreUnavailable (the caller backs off and logs the outage once). With
+        nowhere to LISTEN (a pooler, no direct DSN) it only waits ``timeout``."""
+        if not self._can_listen():
+            await asyncio.sleep(timeout)
+            return False
         try:
             return await self._cancel_listener.wait(timeout, lambda _notify: True)
         except psycopg.Error as exc:
@@ -340,8 +337,12 @@ class PostgresStore(PostgresWorkflows, Upkeep):
             raise self._db.translate(exc) from exc
 
     async def _listen(self, statement: str, channel: str) -> psycopg.AsyncConnection:
-        """A new connection outside the pool, LISTENing on ``channel``."""
-        conn = await psycopg.AsyncConnection.connect(self._db.conninfo, autocommit=True)
+        """A new connection outside the pool, LISTENing on ``channel`` (TASKQ_DSN when it
+        is direct, TASKQ_PG_DSN_DIRECT past a pooler)."""
+        conninfo = self._db.listen_conninfo
+        if conninfo is None:
+            raise psycopg.OperationalError("no connection to LISTEN on: a pooler, no direct DSN")
+        conn = await self._db.connect(conninfo)
         try:
             await conn.execute(sql.SQL(statement).format(channel=sql.Identifier(channel)))
         except BaseException:
@@ -361,7 +362,7 @@ class PostgresStore(PostgresWorkflows, Upkeep):
             return
         async with self._db.connection() as conn:
             await conn.execute(
-                Q["record_schedules"],
+                self._db.q["record_schedules"],
                 {
                     "now": now,
                     "names": [s["name"] for s in schedules],
@@ -377,7 +378,7 @@ class PostgresStore(PostgresWorkflows, Upkeep):
 
     async def mark_schedule_tick(self, name: str, tick: datetime) -> None:
         async with self._db.connection() as conn:
-            await conn.execute(Q["mark_schedule_tick"], {"name": name, "tick": tick})
+            await conn.execute(self._db.q["mark_schedule_tick"], {"name": name, "tick": tick})
 
     async def actor_configs(self) -> dict[str, ActorConfig]:
         rows = await self._db.fetchall("actor_configs")
@@ -397,7 +398,7 @@ class PostgresStore(PostgresWorkflows, Upkeep):
             if not force and any(d.routes for d in differences):
                 return differences
             await conn.execute(
-                Q["upsert_actor_configs"],
+                self._db.q["upsert_actor_configs"],
                 {
                     "names": [c.name for c in configs],
                     "queues": [c.queue for c in configs],
@@ -415,7 +416,7 @@ class PostgresStore(PostgresWorkflows, Upkeep):
     async def register_worker(self, info: WorkerInfo) -> None:
         async with self._db.connection() as conn:
             await conn.execute(
-                Q["register_worker"],
+                self._db.q["register_worker"],
                 {
                     "id": info.id,
                     "workgroup_instance": info.workgroup_instance,
@@ -429,7 +430,7 @@ class PostgresStore(PostgresWorkflows, Upkeep):
 
     async def unregister_worker(self, worker_id: UUID) -> None:
         async with self._db.connection() as conn:
-            await conn.execute(Q["unregister_worker"], {"id": worker_id})
+            await conn.execute(self._db.q["unregister_worker"], {"id": worker_id})
 
     async def find_worker(self, workgroup_instance: UUID, worker_label: str) -> WorkerInfo | None:
         row = await self._db.fetchone(
@@ -467,16 +468,18 @@ class PostgresStore(PostgresWorkflows, Upkeep):
 
     async def set_queue_paused(self, name: str, paused: bool, *, by: str | None = None) -> None:
         async with self._db.connection() as conn:
-            await conn.execute(Q["pause_queue"], {"name": name, "paused": paused, "by": by})
+            await conn.execute(
+                self._db.q["pause_queue"], {"name": name, "paused": paused, "by": by}
+            )
 
     async def set_limits(self, kind: str, name: str, limits: Limits) -> None:
         self._claimer.forget_limits()
         async with self._db.connection() as conn:
             if not limits:
-                await conn.execute(Q["clear_limits"], {"kind": kind, "name": name})
+                await conn.execute(self._db.q["clear_limits"], {"kind": kind, "name": name})
                 return
             await conn.execute(
-                Q["set_limits"],
+                self._db.q["set_limits"],
                 {
                     "kind": kind,
                     "name": name,
@@ -560,24 +563,38 @@ class PostgresStore(PostgresWorkflows, Upkeep):
         async with self._db.connection() as conn:
             for name, params in passes:
                 while True:
-                    cur = await conn.execute(Q[name], params)
+                    cur = await conn.execute(self._db.q[name], params)
                     jobs_deleted += cur.rowcount
                     if cur.rowcount < batch:
                         break
-            cur = await conn.execute(Q["prune_workers"], {"before": workers_before})
+            cur = await conn.execute(self._db.q["prune_workers"], {"before": workers_before})
             return jobs_deleted, cur.rowcount
 
     # -- waking --------------------------------------------------------------------------
+    def _can_listen(self) -> bool:
+        """Whether LISTEN has a connection that keeps its session; when not (TASKQ_DSN
+        through a pooler and no TASKQ_PG_DSN_DIRECT), ``listen-unavailable`` once."""
+        if self._db.listen_conninfo is not None:
+            return True
+        if not self._told_no_listen:
+            self._told_no_listen = True
+            log.event(LISTEN_UNAVAILABLE, dsn=self.display_dsn, fix=LISTEN_FIX)
+        return False
+
     async def warm_up(self) -> None:
         async def claimer() -> None:
             async with self._claimer.connection():
                 pass
 
         # the two connect at once; what fails is left for the first claim or wait
-        await asyncio.gather(self._listener.open(), claimer(), return_exceptions=True)
+        parts = [claimer(), self._listener.open()] if self._can_listen() else [claimer()]
+        await asyncio.gather(*parts, return_exceptions=True)
 
     async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
+        if not self._can_listen():
+            await asyncio.sleep(timeout)  # the caller polls
+            return False
         wanted = set(queues)
         try:
             return await self._listener.wait(timeout, lambda notify: notify.payload in wanted)

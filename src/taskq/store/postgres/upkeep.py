@@ -14,10 +14,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ...insight import Autovacuum, VacuumOutcome, VacuumResult
-from ..sqlfile import load_queries
 from .connections import Connections
-
-Q = load_queries("postgres.sql")
 
 #: the SQLSTATE of VACUUM (SKIP_LOCKED)'s warning when another vacuum holds the table
 LOCK_NOT_AVAILABLE = "55P03"
@@ -73,13 +70,13 @@ class Upkeep:
 
         async with self._db.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(Q["vacuumed_within"], {"seconds": unless_vacuumed_within})
+            await cur.execute(self._db.q["vacuumed_within"], {"seconds": unless_vacuumed_within})
             row = await cur.fetchone()
             if row is not None and row["recent"]:
                 return VacuumResult(VacuumOutcome.RECENT)
             conn.add_notice_handler(on_notice)
             try:
-                await conn.execute(Q["vacuum_jobs"])
+                await conn.execute(self._db.q["vacuum_jobs"])
             finally:
                 conn.remove_notice_handler(on_notice)
         if not warnings:

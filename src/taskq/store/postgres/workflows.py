@@ -20,7 +20,6 @@ from ...workflows.model import MAX_STEPS, StepRow, WorkflowInfo, WorkflowRow
 from .. import pgarray
 from ..enqueue import run_async
 from ..pgarray import complete_params
-from ..sqlfile import load_queries
 from ..workflows import (
     joined,
     pg_steps_params,
@@ -32,7 +31,6 @@ from ..workflows import (
 from .codec import CODEC
 from .connections import Connections
 
-Q = load_queries("postgres.sql")
 #: how often cancel_workflow tries again when the server broke a deadlock against it (an
 #: ack ending a step of the same workflow at that moment)
 CANCEL_TRIES = 5
@@ -88,7 +86,7 @@ class PostgresWorkflows:
             try:
                 async with self._db.connection() as conn:
                     cur = conn.cursor(row_factory=dict_row)
-                    await cur.execute(Q[name], params)
+                    await cur.execute(self._db.q[name], params)
                     return await cur.fetchone()
             except Exception as exc:
                 if attempt + 1 == CANCEL_TRIES or not isinstance(
@@ -103,7 +101,7 @@ class PostgresWorkflows:
         async with self._db.connection() as conn, conn.transaction():
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(
-                Q["workflow_fanout_fence"],
+                self._db.q["workflow_fanout_fence"],
                 {"id": outcome.job_id, "attempt": outcome.attempt, "worker_id": worker_id},
             )
             held = await cur.fetchone()
@@ -120,13 +118,15 @@ class PostgresWorkflows:
                         ),
                     )
                     await cur.execute(
-                        Q["workflow_fanout_link"],
+                        self._db.q["workflow_fanout_link"],
                         {
                             "id": outcome.job_id,
                             "added": pgarray.uuids(s.spec.id for s in added),
                             "downstream": pgarray.uuids(held["downstream"] or ()),
                         },
                     )
-            await cur.execute(Q["complete"], complete_params(worker_id, self.channel, [outcome]))
+            await cur.execute(
+                self._db.q["complete"], complete_params(worker_id, self.channel, [outcome])
+            )
             row = await cur.fetchone()
             return int(row["changed"]) if row else 0

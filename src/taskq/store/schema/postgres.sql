@@ -211,6 +211,7 @@ $function$;
 CREATE OR REPLACE FUNCTION notify_enqueued()
  RETURNS trigger
  LANGUAGE plpgsql
+ SET search_path TO '<schema>'
 AS $function$
 BEGIN
     PERFORM pg_notify(left('taskq_' || TG_TABLE_SCHEMA, 63), q.queue)
@@ -222,6 +223,7 @@ $function$;
 CREATE OR REPLACE FUNCTION record_job_error()
  RETURNS trigger
  LANGUAGE plpgsql
+ SET search_path TO '<schema>'
 AS $function$
 BEGIN
     INSERT INTO job_errors (job_id, attempt, crash, worker_id, error)
@@ -234,6 +236,7 @@ $function$;
 CREATE OR REPLACE FUNCTION workflow_step_moved()
  RETURNS trigger
  LANGUAGE plpgsql
+ SET search_path TO '<schema>'
 AS $function$
 DECLARE
     channel  text := left('taskq_' || TG_TABLE_SCHEMA, 63);
