@@ -32,7 +32,7 @@ SELECT pg_advisory_xact_lock(hashtext(%(key)s));
 
 -- name: create_migrations_table
 -- description: The record of applied migrations.
-CREATE TABLE IF NOT EXISTS schema_migrations (
+CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (
     version    text        PRIMARY KEY,
     applied_at timestamptz NOT NULL DEFAULT now()
 );

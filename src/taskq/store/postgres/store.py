@@ -21,6 +21,7 @@ from uuid import UUID
 
 import psycopg
 from psycopg import sql
+from psycopg.rows import dict_row
 
 from ...events import LISTEN_UNAVAILABLE, STORE_LISTEN_FAILED, STORE_MIGRATED
 from ...exceptions import SchemaNotMigrated
@@ -390,9 +391,11 @@ class PostgresStore(PostgresWorkflows, Upkeep):
         if not configs:
             return []
         async with self._db.connection() as conn, conn.transaction():
-            await conn.execute(Q["actor_configs_lock"], {"key": f"taskq-actors:{self.schema}"})
+            await conn.execute(
+                self._db.q["actor_configs_lock"], {"key": f"taskq-actors:{self.schema}"}
+            )
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(Q["actor_configs"])
+            await cur.execute(self._db.q["actor_configs"])
             stored = {r["name"]: CODEC.actor_config(r) for r in await cur.fetchall()}
             differences = config_differences(stored, configs)
             if not force and any(d.routes for d in differences):
