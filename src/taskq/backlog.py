@@ -10,7 +10,9 @@ serves metrics for the fleet competes for it the same way -- a workgroup supervi
 workgroup's children leave it to their supervisor) -- so a fleet of plain workers, of
 workgroups, or of both reports its backlog exactly once. The holder runs one
 ``queue_backlog`` query (partial-index scans only) per report; ``taskq_backlog_leader``
-is 1 on it and 0 on every other.
+is 1 on it and 0 on every other. The holder also counts the finished jobs of every
+minute that closed for the dashboard's charts and samples the backlog's age into them
+(``Insight.record_activity``), so they are counted whether or not a dashboard is open.
 """
 
 from __future__ import annotations
@@ -95,9 +97,12 @@ class BacklogLease:
         """Take or renew the lease; while held, export the fleet's backlog."""
         leading = await store.try_lead(LEASE_NAME, self._holder, self._seconds)
         if leading:
-            export_backlog(await store.insight.queue_backlog(), self._queues)
+            backlog = await store.insight.queue_backlog()
+            export_backlog(backlog, self._queues)
             export_paused(await store.paused_queues())
             export_workflows(await store.insight.workflow_totals())
+            # the dashboard's charts: the minutes closed since, and the backlog's age now
+            await store.insight.record_activity(backlog)
         self.lead(leading)
 
     def lead(self, leading: bool) -> None:

@@ -10,11 +10,13 @@ behaviour here beyond wording.
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from .exceptions import ConfigError
 from .jobs import Limits
 
 #: the largest UUID: "before the end" for the first page of a keyset pagination
@@ -66,13 +68,84 @@ class QueueActivity:
 @dataclass(frozen=True, slots=True)
 class JobFilter:
     """The dashboard's job filters; ``None`` matches everything. ``error`` is a
-    case-insensitive substring of ``last_error``; ``tag`` one of the job's tags."""
+    case-insensitive substring of ``last_error``; ``tag`` one of the job's tags;
+    ``id_prefix`` the start of the job's id (hex digits, dashes ignored); ``args`` JSON
+    the arguments contain (an array: positional ones; an object: keyword ones; anything
+    else: one positional argument), ``meta`` a JSON object its meta contains (both as
+    Postgres's ``@>``)."""
 
     state: str | None = None
     queue: str | None = None
     actor: str | None = None
     error: str | None = None
     tag: str | None = None
+    id_prefix: str | None = None
+    args: str | None = None
+    meta: str | None = None
+
+    def bounds(self, before: UUID | None = None) -> tuple[UUID, UUID]:
+        """``(low, below)``: the ids kept are ``low <= id < below``, from ``id_prefix``
+        and the keyset cursor ``before``; ``ConfigError`` for a prefix that is not hex."""
+        digits = (self.id_prefix or "").replace("-", "").lower()
+        if len(digits) > 32 or any(c not in "0123456789abcdef" for c in digits):
+            raise ConfigError(f"an id prefix is up to 32 hex digits, got {self.id_prefix!r:.60}")
+        low = int(digits.ljust(32, "0"), 16)
+        below = min(int(digits.ljust(32, "f"), 16) + 1, LAST_ID.int)
+        if before is not None:
+            below = min(below, before.int)
+        return UUID(int=low), UUID(int=below)
+
+    def patterns(self) -> tuple[str | None, str | None, str | None]:
+        """``(args, kwargs, meta)`` as the JSON each must contain, or None each."""
+        args = kwargs = meta = None
+        if self.args is not None:
+            value = _json(self.args, "the arguments filter")
+            if isinstance(value, dict):
+                kwargs = json.dumps(value)
+            else:
+                args = json.dumps(value if isinstance(value, list) else [value])
+        if self.meta is not None:
+            value = _json(self.meta, "the meta filter")
+            if not isinstance(value, dict):
+                raise ConfigError('the meta filter is a JSON object, e.g. {"tenant": 7}')
+            meta = json.dumps(value)
+        return args, kwargs, meta
+
+    @property
+    def searches(self) -> bool:
+        """It looks into arguments or meta (a scan: see ``SEARCH_SCAN``)."""
+        return self.args is not None or self.meta is not None
+
+
+#: the most jobs a search by arguments or meta looks at (the newest the other filters keep)
+SEARCH_SCAN = 100_000
+
+
+def _json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise ConfigError(f"{what} is not JSON: {text!r:.60}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueMinute:
+    """One queue in one minute (``Insight.activity``): jobs that succeeded, runs that
+    failed (an exception or a crash; retried, or the last run of a job gone dead), jobs
+    gone dead, and the largest age of its oldest due queued job sampled then (None: no
+    sample)."""
+
+    minute: datetime
+    queue: str
+    succeeded: int = 0
+    failed_runs: int = 0
+    dead: int = 0
+    backlog_age: float | None = None
+
+    @property
+    def retried(self) -> int:
+        """Failed runs that did not end their job (it was queued again)."""
+        return max(0, self.failed_runs - self.dead)
 
 
 @dataclass(frozen=True, slots=True)

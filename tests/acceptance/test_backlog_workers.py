@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from taskq import AsyncClient, exit_codes
 from tests import worker_actors as actors
-from tests.helpers import wait_until
+from tests.helpers import async_wait_until, wait_until
 from tests.worker_harness import WorkerProcess, http_get_sync, worker_processes
 from tests.workgroup_harness import Workgroup, workgroup_processes, write_config
 
@@ -123,3 +124,19 @@ async def test_a_workgroup_and_a_bare_worker_share_one_lease(target, store, spaw
         for name in ("taskq_backlog_leader", "taskq_queue_jobs", "taskq_queue_paused"):
             assert not [s for s in supervisor.get(name, []) if "worker" in s.labels], name
         assert wg.stop() == 0
+
+
+async def test_the_backlog_leader_samples_the_backlog_age_for_the_charts(store, spawn) -> None:
+    """The leader also feeds the dashboard's charts (Insight.record_activity): the age of
+    a queue's oldest due job, in the current minute, with no dashboard open."""
+    async with AsyncClient(store=store) as client:
+        await client.enqueue_with(actors.noop, [], queue="nobody-consumes-this")
+    worker = spawn()
+    worker.wait_for_event("worker-started")
+
+    async def sampled() -> list:
+        rows = await store.insight.activity(datetime.now(UTC) - timedelta(minutes=5))
+        return [r for r in rows if r.queue == "nobody-consumes-this" and r.backlog_age]
+
+    (row,) = await async_wait_until(sampled, timeout=30, what="a backlog age sample")
+    assert row.backlog_age > 0

@@ -14,7 +14,15 @@ from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
-from ..insight import JobError, JobFilter, QueueActivity, QueueDepth, QueueStatus, WorkgroupReport
+from ..insight import (
+    JobError,
+    JobFilter,
+    QueueActivity,
+    QueueDepth,
+    QueueMinute,
+    QueueStatus,
+    WorkgroupReport,
+)
 from ..jobs import Job, WorkerInfo
 from ..workflows.model import WorkflowInfo
 
@@ -34,7 +42,24 @@ class Insight(Protocol):
     async def browse_jobs(
         self, filters: JobFilter, *, before: UUID | None = None, limit: int = 50
     ) -> list[Job]:
-        """A page of jobs newest first with ``id < before`` (keyset pagination)."""
+        """A page of jobs newest first with ``id < before`` (keyset pagination). A search
+        by arguments or meta looks at the newest ``SEARCH_SCAN`` jobs the other filters
+        keep."""
+
+    async def count_jobs(self, filters: JobFilter, *, cap: int) -> int:
+        """How many jobs ``filters`` keep, counted up to ``cap`` (by id and the
+        non-JSON filters)."""
+
+    async def record_activity(
+        self, backlog: Sequence[QueueDepth] | None = None, *, now: datetime | None = None
+    ) -> None:
+        """Count the minutes that closed since the last count into ``queue_minutes``
+        (store/activity.py), forget those older than it keeps, and sample ``backlog``'s
+        ages into the current minute. ``now``: the clock (tests turn it)."""
+
+    async def activity(self, since: datetime, *, now: datetime | None = None) -> list[QueueMinute]:
+        """Per minute and queue since ``since``, oldest first: the counted minutes and the
+        one still open (counted now, not stored)."""
 
     async def list_workflows(
         self, *, state: str | None = None, limit: int = 50

@@ -15,20 +15,26 @@ from uuid import UUID
 from psycopg.rows import DictRow, dict_row
 
 from ...insight import (
-    LAST_ID,
+    SEARCH_SCAN,
     JobError,
     JobFilter,
     QueueActivity,
     QueueDepth,
+    QueueMinute,
     QueueStatus,
     WorkgroupReport,
 )
 from ...jobs import Job, WorkerInfo
 from ...workflows.model import WorkflowInfo
+from ..activity import KEEP, minute_of, minutes, open_minute, to_count
 from ..queues import activities, depths, statuses
 from ..rows import Codec
 from ..workflows import workflow_info
 from .connections import Connections
+
+
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)
 
 
 class PostgresInsight:
@@ -53,16 +59,61 @@ class PostgresInsight:
     async def browse_jobs(
         self, filters: JobFilter, *, before: UUID | None = None, limit: int = 50
     ) -> list[Job]:
-        params = {
-            "before": before or LAST_ID,
+        params = self._filter(filters, before)
+        params["limit"] = limit
+        if filters.searches:
+            params["args"], params["kwargs"], params["meta"] = filters.patterns()
+            params["scan"] = SEARCH_SCAN
+            rows = await self._unprepared("search_jobs", params)
+        else:
+            rows = await self._unprepared("browse_jobs", params)
+        return [self._codec.job(r) for r in rows]
+
+    async def count_jobs(self, filters: JobFilter, *, cap: int) -> int:
+        params = self._filter(filters, None)
+        params["cap"] = cap
+        (row,) = await self._unprepared("count_jobs", params)
+        return int(row["n"])
+
+    @staticmethod
+    def _filter(filters: JobFilter, before: UUID | None) -> dict[str, Any]:
+        low, below = filters.bounds(before)
+        return {
+            "before": below,
+            "id_low": low,
             "state": filters.state,
             "queue": filters.queue,
             "actor": filters.actor,
             "error": filters.error,
             "tag": filters.tag,
-            "limit": limit,
         }
-        return [self._codec.job(r) for r in await self._unprepared("browse_jobs", params)]
+
+    async def record_activity(
+        self, backlog: Sequence[QueueDepth] | None = None, *, now: datetime | None = None
+    ) -> None:
+        now = now or datetime.now(UTC)
+        row = await self._db.fetchone("activity_upto")
+        window = to_count(row["upto"] if row else None, now)
+        if window is not None:
+            await self._db.execute("activity_fill", {"from": window[0], "to": window[1]})
+            await self._db.execute("activity_prune", {"before": window[1] - KEEP})
+        if backlog:
+            await self._db.execute(
+                "activity_sample",
+                {
+                    "minute": minute_of(now),
+                    "queues": [d.queue for d in backlog],
+                    "ages": [d.oldest_due_age for d in backlog],
+                },
+            )
+
+    async def activity(self, since: datetime, *, now: datetime | None = None) -> list[QueueMinute]:
+        now = now or datetime.now(UTC)
+        counted = minutes(await self._db.fetchall("activity_read", {"since": since}), _utc)
+        row = await self._db.fetchone("activity_upto")
+        open_from = row["upto"] if row else minute_of(now)
+        live = await self._db.fetchall("activity_live", {"from": open_from})
+        return counted + open_minute(live, minute_of(now))
 
     async def _unprepared(self, name: str, params: dict[str, Any]) -> list[DictRow]:
         """A statement planned with its values every time: psycopg never prepares it,

@@ -857,18 +857,90 @@ UNION ALL
 SELECT queue, 'dead', count(*) FROM {schema}.jobs
 WHERE state = 'dead' AND finished_at >= %(since)s GROUP BY queue;
 
--- name: browse_jobs
--- description: One page of jobs newest first, filtered, after a keyset cursor (id < before).
-SELECT {{job_columns}}
-FROM {schema}.jobs
-WHERE id < %(before)s::uuid
+-- fragment: job_filter
+-- description: The dashboard's job filters (JobFilter); a NULL parameter matches every job.
+id < %(before)s::uuid AND id >= %(id_low)s::uuid
   AND (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(actor)s::text IS NULL OR actor = %(actor)s::text)
   AND (%(error)s::text IS NULL OR strpos(lower(last_error), lower(%(error)s::text)) > 0)
   AND (%(tag)s::text IS NULL OR (tags IS NOT NULL AND tags @> ARRAY[%(tag)s::text]))
+
+-- name: browse_jobs
+-- description: One page of jobs newest first, filtered, after a keyset cursor (id < before).
+SELECT {{job_columns}}
+FROM {schema}.jobs
+WHERE {{job_filter}}
 ORDER BY id DESC
 LIMIT %(limit)s;
+
+-- name: search_jobs
+-- description: browse_jobs with JSON containment on arguments, keyword arguments or meta, looking at most at the newest `scan` jobs the other filters keep.
+SELECT {{job_columns}}
+FROM (SELECT * FROM {schema}.jobs WHERE {{job_filter}} ORDER BY id DESC LIMIT %(scan)s) AS jobs
+WHERE (%(args)s::jsonb IS NULL OR args::jsonb @> %(args)s::jsonb)
+  AND (%(kwargs)s::jsonb IS NULL OR kwargs::jsonb @> %(kwargs)s::jsonb)
+  AND (%(meta)s::jsonb IS NULL OR (meta IS NOT NULL AND meta::jsonb @> %(meta)s::jsonb))
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: count_jobs
+-- description: How many jobs the filters keep, counted up to `cap` (a bulk action's confirmation).
+SELECT count(*) AS n FROM (SELECT 1 FROM {schema}.jobs WHERE {{job_filter}} LIMIT %(cap)s) AS kept;
+
+-- name: activity_upto
+-- description: Up to which minute queue_minutes holds counts.
+SELECT upto FROM {schema}.rollups WHERE name = 'queue_minutes';
+
+-- name: activity_fill
+-- description: Count the closed minutes [from, to) per queue (succeeded and dead jobs by finish time, failed runs by job_errors.at) into queue_minutes, and move the watermark to `to`.
+WITH events AS (
+    SELECT date_trunc('minute', finished_at) AS minute, queue, 1 AS s, 0 AS f, 0 AS d
+    FROM {schema}.jobs WHERE state = 'succeeded' AND finished_at >= %(from)s AND finished_at < %(to)s
+    UNION ALL
+    SELECT date_trunc('minute', finished_at), queue, 0, 0, 1
+    FROM {schema}.jobs WHERE state = 'dead' AND finished_at >= %(from)s AND finished_at < %(to)s
+    UNION ALL
+    SELECT date_trunc('minute', e.at), j.queue, 0, 1, 0
+    FROM {schema}.job_errors AS e JOIN {schema}.jobs AS j ON j.id = e.job_id
+    WHERE e.at >= %(from)s AND e.at < %(to)s
+), counted AS (
+    INSERT INTO {schema}.queue_minutes (minute, queue, succeeded, failed_runs, dead)
+    SELECT minute, queue, sum(s), sum(f), sum(d) FROM events GROUP BY minute, queue
+    ON CONFLICT (minute, queue) DO UPDATE
+    SET succeeded = excluded.succeeded, failed_runs = excluded.failed_runs, dead = excluded.dead
+    RETURNING 1
+)
+INSERT INTO {schema}.rollups (name, upto) VALUES ('queue_minutes', %(to)s)
+ON CONFLICT (name) DO UPDATE SET upto = greatest(rollups.upto, excluded.upto);
+
+-- name: activity_live
+-- description: The counts of the minute still open [from, now), per queue, not stored.
+SELECT queue, sum(s) AS succeeded, sum(f) AS failed_runs, sum(d) AS dead FROM (
+    SELECT queue, 1 AS s, 0 AS f, 0 AS d FROM {schema}.jobs
+    WHERE state = 'succeeded' AND finished_at >= %(from)s
+    UNION ALL
+    SELECT queue, 0, 0, 1 FROM {schema}.jobs WHERE state = 'dead' AND finished_at >= %(from)s
+    UNION ALL
+    SELECT j.queue, 0, 1, 0 FROM {schema}.job_errors AS e JOIN {schema}.jobs AS j ON j.id = e.job_id
+    WHERE e.at >= %(from)s
+) AS events GROUP BY queue;
+
+-- name: activity_sample
+-- description: The backlog's age per queue in this minute: the largest sampled.
+INSERT INTO {schema}.queue_minutes (minute, queue, backlog_age)
+SELECT %(minute)s, q, a FROM unnest(%(queues)s::text[], %(ages)s::float8[]) AS t(q, a)
+ON CONFLICT (minute, queue) DO UPDATE
+SET backlog_age = greatest(queue_minutes.backlog_age, excluded.backlog_age);
+
+-- name: activity_prune
+-- description: Forget the minutes older than the charts show.
+DELETE FROM {schema}.queue_minutes WHERE minute < %(before)s;
+
+-- name: activity_read
+-- description: The counted minutes since a time, every queue, oldest first.
+SELECT minute, queue, succeeded, failed_runs, dead, backlog_age FROM {schema}.queue_minutes
+WHERE minute >= %(since)s ORDER BY minute, queue;
 
 -- name: job_errors
 -- description: Every failed run of one job, oldest first.

@@ -102,6 +102,16 @@ CREATE TABLE limits (
     CONSTRAINT limits_rate_period_check CHECK ((rate_period > (0)::double precision))
 );
 
+CREATE TABLE queue_minutes (
+    minute timestamp with time zone NOT NULL,
+    queue text NOT NULL,
+    succeeded bigint NOT NULL DEFAULT 0,
+    failed_runs bigint NOT NULL DEFAULT 0,
+    dead bigint NOT NULL DEFAULT 0,
+    backlog_age double precision,
+    CONSTRAINT queue_minutes_pkey PRIMARY KEY (minute, queue)
+);
+
 CREATE TABLE queues (
     name text NOT NULL,
     paused boolean NOT NULL DEFAULT false,
@@ -109,6 +119,12 @@ CREATE TABLE queues (
     paused_by text,
     updated_at timestamp with time zone NOT NULL DEFAULT now(),
     CONSTRAINT queues_pkey PRIMARY KEY (name)
+);
+
+CREATE TABLE rollups (
+    name text NOT NULL,
+    upto timestamp with time zone NOT NULL,
+    CONSTRAINT rollups_pkey PRIMARY KEY (name)
 );
 
 CREATE TABLE schedules (
@@ -174,9 +190,13 @@ CREATE TABLE workgroups (
     CONSTRAINT workgroups_pkey PRIMARY KEY (instance)
 );
 
+CREATE INDEX job_errors_at_idx ON job_errors USING btree (at);
+
 CREATE INDEX job_errors_job_idx ON job_errors USING btree (job_id, at);
 
 CREATE INDEX jobs_claim_idx ON jobs USING btree (queue, priority, run_at, id) WHERE (state = 'queued'::text);
+
+CREATE INDEX jobs_dead_finished_idx ON jobs USING btree (finished_at) WHERE (state = 'dead'::text);
 
 CREATE INDEX jobs_dead_idx ON jobs USING btree (queue, id) WHERE (state = 'dead'::text);
 

@@ -74,12 +74,27 @@ CREATE TABLE limits (
     CHECK (concurrency IS NOT NULL OR rate IS NOT NULL)
 );
 
+CREATE TABLE queue_minutes (
+    minute      REAL    NOT NULL,
+    queue       TEXT    NOT NULL,
+    succeeded   INTEGER NOT NULL DEFAULT 0,
+    failed_runs INTEGER NOT NULL DEFAULT 0,
+    dead        INTEGER NOT NULL DEFAULT 0,
+    backlog_age REAL,
+    PRIMARY KEY (minute, queue)
+);
+
 CREATE TABLE queues (
     name       TEXT    PRIMARY KEY,
     paused     INTEGER NOT NULL DEFAULT 0,
     paused_at  REAL,
     paused_by  TEXT,
     updated_at REAL    NOT NULL
+);
+
+CREATE TABLE rollups (
+    name TEXT PRIMARY KEY,
+    upto REAL NOT NULL
 );
 
 CREATE TABLE schedules (
@@ -141,9 +156,13 @@ CREATE TABLE workgroups (
     updated_at REAL    NOT NULL
 );
 
+CREATE INDEX job_errors_at_idx ON job_errors (at);
+
 CREATE INDEX job_errors_job_idx ON job_errors (job_id, at);
 
 CREATE INDEX jobs_claim_idx ON jobs (queue, priority, run_at, id) WHERE state = 'queued';
+
+CREATE INDEX jobs_dead_finished_idx ON jobs (finished_at) WHERE state = 'dead';
 
 CREATE INDEX jobs_dead_idx ON jobs (queue, id) WHERE state = 'dead';
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from ...exceptions import SchemaNotMigrated, StoreError, StoreUnavailable
 from ..sqlfile import load_queries
+from . import functions
 
 T = TypeVar("T")
 
@@ -74,6 +75,7 @@ class Connector:
             self.retrying_locks(lambda: conn.execute(Q["journal_mode_wal"]).fetchone())
             conn.execute(Q["synchronous_normal"])
             conn.row_factory = sqlite3.Row
+            functions.register(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise StoreUnavailable(f"cannot open SQLite database sqlite:///{path}: {exc}") from exc

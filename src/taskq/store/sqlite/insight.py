@@ -9,25 +9,41 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 from uuid import UUID
 
 from ...insight import (
-    LAST_ID,
+    SEARCH_SCAN,
     JobError,
     JobFilter,
     QueueActivity,
     QueueDepth,
+    QueueMinute,
     QueueStatus,
     WorkgroupReport,
 )
 from ...jobs import Job, WorkerInfo
 from ...workflows.model import WorkflowInfo
+from ..activity import KEEP, minute_of, minutes, open_minute, to_count
 from ..queues import activities, depths, statuses
 from ..rows import Codec
 from ..workflows import workflow_info
 from .codec import dt, ts
 from .connections import Engine, read, written
+
+
+def _filter(filters: JobFilter, before: UUID | None) -> dict[str, Any]:
+    low, below = filters.bounds(before)
+    return {
+        "before": str(below),
+        "id_low": str(low),
+        "state": filters.state,
+        "queue": filters.queue,
+        "actor": filters.actor,
+        "error": filters.error,
+        "tag": filters.tag,
+    }
 
 
 class SqliteInsight:
@@ -52,16 +68,48 @@ class SqliteInsight:
     async def browse_jobs(
         self, filters: JobFilter, *, before: UUID | None = None, limit: int = 50
     ) -> list[Job]:
-        params = {
-            "before": str(before or LAST_ID),
-            "state": filters.state,
-            "queue": filters.queue,
-            "actor": filters.actor,
-            "error": filters.error,
-            "tag": filters.tag,
-            "limit": limit,
-        }
-        return [self._codec.job(r) for r in await read(self._store, "browse_jobs", params)]
+        params = _filter(filters, before)
+        params["limit"] = limit
+        if filters.searches:
+            params["args"], params["kwargs"], params["meta"] = filters.patterns()
+            params["scan"] = SEARCH_SCAN
+            rows = await read(self._store, "search_jobs", params)
+        else:
+            rows = await read(self._store, "browse_jobs", params)
+        return [self._codec.job(r) for r in rows]
+
+    async def count_jobs(self, filters: JobFilter, *, cap: int) -> int:
+        params = _filter(filters, None)
+        params["cap"] = cap
+        (row,) = await read(self._store, "count_jobs", params)
+        return int(row["n"])
+
+    async def record_activity(
+        self, backlog: Sequence[QueueDepth] | None = None, *, now: datetime | None = None
+    ) -> None:
+        now = now or datetime.now(UTC)
+        (row,) = await read(self._store, "activity_upto") or [None]
+        window = to_count(dt(row["upto"]) if row else None, now)
+        if window is not None:
+            start, end = ts(window[0]), ts(window[1])
+            await written(self._store, "activity_fill", {"from": start, "to": end})
+            await written(self._store, "activity_mark", {"to": end})
+            await written(self._store, "activity_prune", {"before": ts(window[1] - KEEP)})
+        if backlog:
+            ages = json.dumps({d.queue: d.oldest_due_age for d in backlog})
+            await written(
+                self._store, "activity_sample", {"minute": ts(minute_of(now)), "ages": ages}
+            )
+
+    async def activity(self, since: datetime, *, now: datetime | None = None) -> list[QueueMinute]:
+        now = now or datetime.now(UTC)
+        counted = minutes(await read(self._store, "activity_read", {"since": ts(since)}), dt)
+        (row,) = await read(self._store, "activity_upto") or [None]
+        current = minute_of(now)
+        live = await read(
+            self._store, "activity_live", {"from": row["upto"] if row else ts(current)}
+        )
+        return counted + open_minute(live, current)
 
     async def list_workflows(
         self, *, state: str | None = None, limit: int = 50

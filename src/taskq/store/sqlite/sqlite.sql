@@ -551,18 +551,90 @@ UNION ALL
 SELECT queue, 'dead', count(*) FROM jobs
 WHERE state = 'dead' AND finished_at >= :since GROUP BY queue;
 
--- name: browse_jobs
--- description: One page of jobs newest first, filtered, after a keyset cursor (id < before).
-SELECT {{job_columns}}
-FROM jobs
-WHERE id < :before
+-- fragment: job_filter
+-- description: The dashboard's job filters (JobFilter); a NULL parameter matches every job.
+id < :before AND id >= :id_low
   AND (:state IS NULL OR state = :state)
   AND (:queue IS NULL OR queue = :queue)
   AND (:actor IS NULL OR actor = :actor)
   AND (:error IS NULL OR instr(lower(last_error), lower(:error)) > 0)
   AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value = :tag))
+
+-- name: browse_jobs
+-- description: One page of jobs newest first, filtered, after a keyset cursor (id < before).
+SELECT {{job_columns}}
+FROM jobs
+WHERE {{job_filter}}
 ORDER BY id DESC
 LIMIT :limit;
+
+-- name: search_jobs
+-- description: browse_jobs with JSON containment (taskq_json_contains, as jsonb's @>) on arguments, keyword arguments or meta, looking at most at the newest `scan` jobs the other filters keep.
+SELECT {{job_columns}}
+FROM (SELECT * FROM jobs WHERE {{job_filter}} ORDER BY id DESC LIMIT :scan) AS jobs
+WHERE (:args IS NULL OR taskq_json_contains(args, :args))
+  AND (:kwargs IS NULL OR taskq_json_contains(kwargs, :kwargs))
+  AND (:meta IS NULL OR (meta IS NOT NULL AND taskq_json_contains(meta, :meta)))
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: count_jobs
+-- description: How many jobs the filters keep, counted up to `cap` (a bulk action's confirmation).
+SELECT count(*) AS n FROM (SELECT 1 FROM jobs WHERE {{job_filter}} LIMIT :cap);
+
+-- name: activity_upto
+-- description: Up to which minute queue_minutes holds counts.
+SELECT upto FROM rollups WHERE name = 'queue_minutes';
+
+-- name: activity_fill
+-- description: Count the closed minutes [from, to) per queue (succeeded and dead jobs by finish time, failed runs by job_errors.at) into queue_minutes.
+INSERT INTO queue_minutes (minute, queue, succeeded, failed_runs, dead)
+SELECT minute, queue, sum(s), sum(f), sum(d) FROM (
+    SELECT CAST(finished_at / 60 AS INTEGER) * 60.0 AS minute, queue, 1 AS s, 0 AS f, 0 AS d
+    FROM jobs WHERE state = 'succeeded' AND finished_at >= :from AND finished_at < :to
+    UNION ALL
+    SELECT CAST(finished_at / 60 AS INTEGER) * 60.0, queue, 0, 0, 1
+    FROM jobs WHERE state = 'dead' AND finished_at >= :from AND finished_at < :to
+    UNION ALL
+    SELECT CAST(e.at / 60 AS INTEGER) * 60.0, j.queue, 0, 1, 0
+    FROM job_errors AS e JOIN jobs AS j ON j.id = e.job_id
+    WHERE e.at >= :from AND e.at < :to
+) AS events WHERE true GROUP BY minute, queue
+ON CONFLICT (minute, queue) DO UPDATE
+SET succeeded = excluded.succeeded, failed_runs = excluded.failed_runs, dead = excluded.dead;
+
+-- name: activity_mark
+-- description: queue_minutes holds counts up to `to`.
+INSERT INTO rollups (name, upto) VALUES ('queue_minutes', :to)
+ON CONFLICT (name) DO UPDATE SET upto = max(rollups.upto, excluded.upto);
+
+-- name: activity_live
+-- description: The counts of the minute still open [from, now), per queue, not stored.
+SELECT queue, sum(s) AS succeeded, sum(f) AS failed_runs, sum(d) AS dead FROM (
+    SELECT queue, 1 AS s, 0 AS f, 0 AS d FROM jobs
+    WHERE state = 'succeeded' AND finished_at >= :from
+    UNION ALL
+    SELECT queue, 0, 0, 1 FROM jobs WHERE state = 'dead' AND finished_at >= :from
+    UNION ALL
+    SELECT j.queue, 0, 1, 0 FROM job_errors AS e JOIN jobs AS j ON j.id = e.job_id
+    WHERE e.at >= :from
+) GROUP BY queue;
+
+-- name: activity_sample
+-- description: The backlog's age per queue in this minute: the largest sampled (`ages`: a JSON object queue -> seconds).
+INSERT INTO queue_minutes (minute, queue, backlog_age)
+SELECT :minute, key, value FROM json_each(:ages) WHERE true
+ON CONFLICT (minute, queue) DO UPDATE
+SET backlog_age = max(coalesce(queue_minutes.backlog_age, 0), excluded.backlog_age);
+
+-- name: activity_prune
+-- description: Forget the minutes older than the charts show.
+DELETE FROM queue_minutes WHERE minute < :before;
+
+-- name: activity_read
+-- description: The counted minutes since a time, every queue, oldest first.
+SELECT minute, queue, succeeded, failed_runs, dead, backlog_age FROM queue_minutes
+WHERE minute >= :since ORDER BY minute, queue;
 
 -- name: job_errors
 -- description: Every failed run of one job, oldest first.

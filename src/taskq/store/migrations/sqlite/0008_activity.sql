@@ -1,0 +1,19 @@
+-- taskq 0008: the dashboard's charts over time (see the Postgres migration). Minutes
+-- are REAL unix seconds, whole minutes.
+CREATE TABLE queue_minutes (
+    minute      REAL    NOT NULL,
+    queue       TEXT    NOT NULL,
+    succeeded   INTEGER NOT NULL DEFAULT 0,
+    failed_runs INTEGER NOT NULL DEFAULT 0,
+    dead        INTEGER NOT NULL DEFAULT 0,
+    backlog_age REAL,
+    PRIMARY KEY (minute, queue)
+);
+
+CREATE TABLE rollups (
+    name TEXT PRIMARY KEY,
+    upto REAL NOT NULL
+);
+
+CREATE INDEX job_errors_at_idx ON job_errors (at);
+CREATE INDEX jobs_dead_finished_idx ON jobs (finished_at) WHERE state = 'dead';
