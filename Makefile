@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 DEMO_STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint docs schema screenshots bench bench-quick clean
+.PHONY: demo test lint docs schema screenshots bench bench-quick bench-fleet clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,12 @@ lint: $(STAMP)
 bench: $(STAMP)
 	@dsn=$$($(PY) scripts/ensure_postgres.py) || exit 1; \
 	TASKQ_BENCH_PG_DSN="$$dsn" $(PY) -m benchmarks.run $(BENCH_ARGS)
+	$(PY) -m benchmarks.fleet $(FLEET_ARGS)
+
+# 100 workers in 4 workgroups on a Postgres cluster of its own, through PgBouncer in
+# transaction mode and then direct (issue 19; needs pgbouncer: apt-get install -y pgbouncer)
+bench-fleet: $(STAMP)
+	$(PY) -m benchmarks.fleet $(FLEET_ARGS)
 
 bench-quick: $(STAMP)
 	@dsn=$$($(PY) scripts/ensure_postgres.py) || exit 1; \

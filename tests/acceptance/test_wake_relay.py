@@ -24,14 +24,17 @@ import pytest
 from taskq.client import AsyncClient
 from taskq.store.postgres.notices import APPLICATION_NAME
 from taskq.workgroup.config import health_socket_path
+from tests.conftest import target_fixture
 from tests.helpers import async_wait_until, migrated_store
 from tests.worker_harness import http_get, metric_value
 from tests.workgroup_actors import nap, noop, send_email
-from tests.workgroup_harness import Workgroup, workgroup_processes, write_config
+from tests.workgroup_harness import Workgroup, run_cli, workgroup_processes, write_config
 
 pytestmark = pytest.mark.slow
 
 NEVER = 300  # the children's poll_interval: no test here waits that long
+#: TASKQ_DSN direct, and through a real PgBouncer in transaction mode
+target = target_fixture("postgres", "postgres-pgbouncer")
 
 
 @pytest.fixture
@@ -41,13 +44,13 @@ def workgroups() -> Iterator[Callable[[Path, dict[str, str]], Workgroup]]:
 
 
 @pytest.fixture
-async def pg_store(pg_target) -> AsyncIterator[Any]:
-    async with migrated_store(pg_target.dsn, pg_target.schema) as store:
+async def pg_store(target) -> AsyncIterator[Any]:
+    async with migrated_store(target.dsn, target.schema) as store:
         yield store
 
 
 def relayed_env(target: Any) -> dict[str, str]:
-    return {**target.env, "TASKQ_PG_DSN_DIRECT": target.dsn}
+    return {**target.env, "TASKQ_PG_DSN_DIRECT": target.direct_dsn or target.dsn}
 
 
 def listening(dsn: str, schema: str) -> list[tuple[str, int]]:
@@ -72,7 +75,7 @@ async def state_of(store: Any, job_id: Any) -> str:
 
 
 async def test_one_listen_connection_for_a_workgroup_of_four_children_wakes_each_of_them(
-    pg_target, pg_store, tmp_path: Path, workgroups
+    target, pg_dsn, pg_store, tmp_path: Path, workgroups
 ) -> None:
     config = write_config(
         tmp_path / "wg.toml",
@@ -82,12 +85,12 @@ async def test_one_listen_connection_for_a_workgroup_of_four_children_wakes_each
         # no queues: the registry's, every one of them
         + '[[workers]]\nname = "any"\n',
     )
-    wg = workgroups(config, relayed_env(pg_target))
+    wg = workgroups(config, relayed_env(target))
     await in_thread(wg.wait_event, "worker-started", count=4)
     (relay,) = await in_thread(wg.wait_event, "wake-relay-listening")
-    assert relay["schema"] == pg_target.schema
+    assert relay["schema"] == target.schema
 
-    listeners = await in_thread(listening, pg_target.dsn, pg_target.schema)
+    listeners = await in_thread(listening, pg_dsn, target.schema)
     assert [name for name, _ in listeners] == [APPLICATION_NAME]
 
     async with AsyncClient(store=pg_store) as client:
@@ -109,19 +112,22 @@ async def test_one_listen_connection_for_a_workgroup_of_four_children_wakes_each
     consumers = [await pg_store.find_worker(UUID(wg.instance), n) for n in ("mail", "any")]
     assert ran_mail.worker_id in {row.id for row in consumers if row is not None}
     # still one listener: no child opened a LISTEN connection of its own meanwhile
-    assert await in_thread(listening, pg_target.dsn, pg_target.schema) == listeners
+    assert await in_thread(listening, pg_dsn, target.schema) == listeners
+    # through a pooler: no child polled for want of a LISTEN of its own
+    assert wg.events("listen-unavailable") == []
     assert await in_thread(wg.stop) == 0
 
 
+@pytest.mark.parametrize("target", ["postgres"], indirect=True)
 async def test_a_child_whose_supervisor_is_sigkilled_says_so_and_polls(
-    pg_target, pg_store, tmp_path: Path, workgroups
+    target, pg_store, tmp_path: Path, workgroups
 ) -> None:
     # the child outlives its supervisor by its shutdown grace (30 s) while its job runs
     config = write_config(
         tmp_path / "wg.toml",
         f'[supervisor]\nshutdown_grace = 200\n[[workers]]\nname = "api"\npoll_interval = {NEVER}\n',
     )
-    wg = workgroups(config, relayed_env(pg_target))
+    wg = workgroups(config, relayed_env(target))
     await in_thread(wg.wait_event, "worker-started")
     await in_thread(wg.wait_event, "wake-relay-listening")
     socket_path = health_socket_path(UUID(wg.instance), "api")
@@ -148,6 +154,28 @@ async def test_a_child_whose_supervisor_is_sigkilled_says_so_and_polls(
             timeout=60,
             what="the nap cancelled by a child without its supervisor",
         )
+
+
+@pytest.mark.parametrize("target", ["postgres-pgbouncer"], indirect=True)
+def test_a_direct_dsn_that_is_not_the_children_s_database_directly_is_refused_at_start(
+    target, pgbouncer_dsn: str, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path / "wg.toml", '[[workers]]\nname = "api"\n')
+    assert target.direct_dsn is not None
+    other_database = target.direct_dsn.rsplit("/", 1)[0] + "/postgres"
+    for direct, says in (
+        (other_database, "reaches database 'postgres'"),
+        (pgbouncer_dsn, "goes through a connection pooler"),
+    ):
+        env = {**target.env, "TASKQ_PG_DSN_DIRECT": direct}
+        proc = run_cli("workgroup", "start", str(config), env=env, timeout=60)
+        assert proc.returncode == 1, proc.stderr
+        lines = [line for line in proc.stderr.splitlines() if line.startswith("taskq:")]
+        assert len(lines) == 1 and says in lines[0] and "TASKQ_PG_DSN_DIRECT" in lines[0], (
+            proc.stderr
+        )
+        assert "Traceback" not in proc.stderr
+        assert "worker-started" not in proc.stderr + proc.stdout  # no child was started
 
 
 async def _relay_lost(socket_path: str) -> float:

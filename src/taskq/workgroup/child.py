@@ -24,6 +24,7 @@ from .. import options, redaction
 from ..events import WORKER_CANNOT_START, WORKER_STARTED
 from ..parentdeath import SUPERVISOR_PID_ENV
 from ..restart import RestartPolicy
+from ..settings import HEALTH_DSN_ENV
 from ..wakeups import WAKE_FD_ENV
 from ..worker.config import WorkerConfig
 from .config import SupervisorConfig, WorkerSpec, health_socket_path
@@ -140,11 +141,14 @@ class Child:
     async def spawn(self, wake_fd: int | None = None) -> asyncio.subprocess.Process:
         """Start a fresh process; raises ``OSError`` when it cannot be started at all.
         ``wake_fd``: the read end of its wake-up relay pipe (``workgroup/relay.py``),
-        passed to the child as ``TASKQ_WAKE_FD`` and closed here (started or not)."""
+        passed to the child as ``TASKQ_WAKE_FD`` and closed here (started or not); such a
+        child is not given ``TASKQ_PG_DSN_DIRECT`` (it needs no direct connection: a
+        hundred children would each open one to check it)."""
         env = self.command.env
         pass_fds: tuple[int, ...] = ()
-        if wake_fd is not None:
-            env, pass_fds = {**env, WAKE_FD_ENV: str(wake_fd)}, (wake_fd,)
+        if wake_fd is not None:  # relayed: the supervisor holds the host's direct connection
+            env = {k: v for k, v in env.items() if k != HEALTH_DSN_ENV}
+            env[WAKE_FD_ENV], pass_fds = str(wake_fd), (wake_fd,)
         try:
             os.unlink(self.command.socket_path)  # a SIGKILLed predecessor's socket
         except FileNotFoundError:

@@ -50,7 +50,7 @@ from ..events import (
     WORKGROUP_STORE_UNAVAILABLE,
     WORKGROUP_STREAM_NOT_CLOSED,
 )
-from ..exceptions import TaskqError, WorkgroupStartError
+from ..exceptions import StoreUnavailable, TaskqError, WorkgroupStartError
 from ..ids import uuid7
 from ..logs import get_logger
 from ..restart import Recovered, RestartPolicy
@@ -218,7 +218,7 @@ class Supervisor:
             if install_signal_handlers:
                 handled = self._install_signal_handlers(loop)
             await self._open_store(required=self.config.health_enabled)
-            self.relay = self._wake_relay()
+            self.relay = await self._wake_relay()
             if self.config.supervisor.http_port is not None:
                 try:
                     port = await self._http.start(self.config.supervisor.http_port, self._http_host)
@@ -338,9 +338,11 @@ class Supervisor:
         dsn = direct or env_dsn(self._env)
         return dsn, sup.health_pg_schema or env_setting("TASKQ_SCHEMA", self._env)
 
-    def _wake_relay(self) -> WakeRelay | None:
+    async def _wake_relay(self) -> WakeRelay | None:
         """The relay of the host's one LISTEN connection, when the children run on
-        Postgres and ``TASKQ_PG_DSN_DIRECT`` (in their environment) reaches it directly."""
+        Postgres and ``TASKQ_PG_DSN_DIRECT`` (in their environment) is set: refused with
+        one line when it does not reach their database directly (checked now when both
+        answer; when one does not, the relay's own attempts report it)."""
         env = os.environ if self._env is None else self._env
         direct = env.get(HEALTH_DSN_ENV) or None
         children_dsn = env_dsn(env)
@@ -348,9 +350,13 @@ class Supervisor:
             return None
         schema = env_setting("TASKQ_SCHEMA", env) or DEFAULT_SCHEMA
         try:
-            return WakeRelay(host_notices(direct, schema))
+            notices = host_notices(direct, schema)
+            await asyncio.wait_for(notices.check_same_database(children_dsn), STORE_CALL_TIMEOUT)
+        except (StoreUnavailable, TimeoutError):
+            pass
         except TaskqError as exc:
-            raise WorkgroupStartError(f"{HEALTH_DSN_ENV}: {exc.message}") from None
+            raise WorkgroupStartError(exc.message) from None
+        return WakeRelay(notices)
 
     async def _stop_relay_after(self, lifecycles: list[asyncio.Task[None]]) -> None:
         """Stop the relay once every child's lifecycle ended (a child in its shutdown

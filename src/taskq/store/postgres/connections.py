@@ -219,10 +219,11 @@ class Connections:
             ) from exc
         return Server(row["database"], row["database_oid"], row["started"], pooled)
 
-    async def _check_direct(self, server: Server) -> None:
+    async def _check_direct(self, server: Server, *, always: bool = False) -> None:
         """Past a pooler, TASKQ_PG_DSN_DIRECT must reach the same database as TASKQ_DSN,
-        and directly (a direct TASKQ_DSN never uses it)."""
-        if self.direct_conninfo is None or not server.pooled:
+        and directly (a direct TASKQ_DSN never uses it; ``always``: check it anyway, for
+        a workgroup's relay, which LISTENs on it whatever TASKQ_DSN is)."""
+        if self.direct_conninfo is None or not (server.pooled or always):
             return
         shown = f"{HEALTH_DSN_ENV} ({redact(self.direct_conninfo)})"
         direct = await self._server(self.direct_conninfo, shown)

@@ -39,6 +39,7 @@ class Notices:
 
     def __init__(self, dsn: str, schema: str) -> None:
         # only the DSN and the error mapping of the store's connections: no pool opens
+        self._dsn = dsn
         self._db = Connections(dsn, schema, min_size=0, max_size=1)
         self.schema = schema
         self.channel = channel_for(schema)
@@ -47,6 +48,15 @@ class Notices:
     @property
     def display_dsn(self) -> str:
         return self._db.display_dsn
+
+    async def check_same_database(self, dsn: str) -> None:
+        """Refuse, with one ``ConfigError`` line, a DSN of ours that goes through a pooler
+        or reaches another database than ``dsn`` (the children's ``TASKQ_DSN``, pooled or
+        not): the relay would LISTEN where no job is announced. ``StoreUnavailable`` when
+        either cannot be reached."""
+        theirs = Connections(dsn, self.schema, min_size=0, max_size=1, direct_dsn=self._dsn)
+        server = await theirs._server(theirs.conninfo, theirs.display_dsn)
+        await theirs._check_direct(server, always=True)
 
     async def listen(self) -> AsyncGenerator[Notice]:
         """Connect, LISTEN on both channels, yield ``listening``, then every notification
