@@ -79,7 +79,7 @@ async def test_one_listen_connection_for_a_workgroup_of_four_children_wakes_each
 ) -> None:
     config = write_config(
         tmp_path / "wg.toml",
-        f"[defaults]\npoll_interval = {NEVER}\n"
+        f"[supervisor]\nhttp_port = 0\n[defaults]\npoll_interval = {NEVER}\n"
         + "".join(f'[[workers]]\nname = "w{i}"\nqueues = ["default"]\n' for i in range(2))
         + '[[workers]]\nname = "mail"\nqueues = ["email"]\n'
         # no queues: the registry's, every one of them
@@ -90,6 +90,9 @@ async def test_one_listen_connection_for_a_workgroup_of_four_children_wakes_each
     (relay,) = await in_thread(wg.wait_event, "wake-relay-listening")
     assert relay["schema"] == target.schema
 
+    status = (await in_thread(wg.status))["wake_relay"]
+    assert status["listening"] and status["schema"] == target.schema
+    assert status["children"] == ["any", "mail", "w0", "w1"]
     listeners = await in_thread(listening, pg_dsn, target.schema)
     assert [name for name, _ in listeners] == [APPLICATION_NAME]
 

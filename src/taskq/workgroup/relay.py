@@ -49,28 +49,22 @@ class _Pipe:
     owes_everything: bool = False
 
 
-class WakeRelay:
-    """The supervisor's part that LISTENs for the host and writes to every child."""
+class ChildPipes:
+    """Each child's pipe (the write end, non-blocking), what it listens for, and whether
+    it is owed a ``*`` (its pipe was full when news came)."""
 
-    name = "wake-relay"
-    stop_timeout = 5.0  # a connect in hand (connect_timeout)
-
-    def __init__(self, notices: Notices, *, retry_initial: float = 0.5, retry_max: float = 10.0):
-        self._notices = notices
+    def __init__(self) -> None:
         self._pipes: dict[str, _Pipe] = {}
-        self._pending = News()
-        self._flush_scheduled = False
-        self._backoff = Backoff(initial=retry_initial, maximum=retry_max)
-        self._stopped = asyncio.Event()
-        self._down_since: float | None = None
-        self.listening = False
-        self.connections = 0  # times the LISTEN connection was opened
 
-    # -- the children's pipes -----------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._pipes)
+
+    def names(self) -> list[str]:
+        return sorted(self._pipes)
+
     def attach(self, worker: str, queues: Sequence[str]) -> int:
-        """A new pipe for ``worker``'s next incarnation; returns the read end, which the
-        caller passes to the child and then closes. News is owed at once while the
-        relay listens (a ``*``: the child's first claim happens anyway)."""
+        """A new pipe for ``worker``'s next incarnation (its queues; none: every queue);
+        returns the read end, which the caller passes to the child and then closes."""
         self.detach(worker)
         read_end, write_end = os.pipe()
         os.set_blocking(write_end, False)
@@ -83,6 +77,67 @@ class WakeRelay:
         if pipe is not None:
             with contextlib.suppress(OSError):
                 os.close(pipe.fd)
+
+    def close(self) -> None:
+        for worker in list(self._pipes):
+            self.detach(worker)
+
+    def deliver(self, news: News) -> None:
+        """One write to every child the news concerns (never blocks)."""
+        for pipe in list(self._pipes.values()):
+            everything = news.everything or pipe.owes_everything
+            if everything:
+                queues: set[str] | frozenset[str] = frozenset()
+            elif pipe.queues is None:
+                queues = news.queues
+            else:
+                queues = news.queues & pipe.queues
+            if not (everything or queues or news.cancels):
+                continue
+            try:
+                os.write(pipe.fd, encode(queues, news.cancels, everything))
+            except BlockingIOError:  # its pipe is full of wake-ups already
+                pipe.owes_everything = True
+            except OSError:  # its process is gone; detach() comes after its exit
+                continue
+            else:
+                pipe.owes_everything = False
+
+
+class WakeRelay:
+    """The supervisor's part that LISTENs for the host and writes to every child."""
+
+    name = "wake-relay"
+    stop_timeout = 5.0  # a connect in hand (connect_timeout)
+
+    def __init__(self, notices: Notices, *, retry_initial: float = 0.5, retry_max: float = 10.0):
+        self._notices = notices
+        self.pipes = ChildPipes()
+        self._pending = News()
+        self._flush_scheduled = False
+        self._backoff = Backoff(initial=retry_initial, maximum=retry_max)
+        self._stopped = asyncio.Event()
+        self._down_since: float | None = None
+        self.listening = False
+        self.connections = 0  # times the LISTEN connection was opened
+
+    # -- the children's pipes -----------------------------------------------------------
+    def attach(self, worker: str, queues: Sequence[str]) -> int:
+        """``ChildPipes.attach``: the read end for ``worker``'s next incarnation."""
+        return self.pipes.attach(worker, queues)
+
+    def detach(self, worker: str) -> None:
+        self.pipes.detach(worker)
+
+    def status(self) -> dict[str, object]:
+        """For ``/status``: where it listens, whether it does, for how many children."""
+        return {
+            "dsn": self._notices.display_dsn,
+            "schema": self._notices.schema,
+            "listening": self.listening,
+            "connections_opened": self.connections,
+            "children": self.pipes.names(),
+        }
 
     # -- the part -----------------------------------------------------------------------
     async def start(self) -> None:
@@ -110,8 +165,7 @@ class WakeRelay:
                     await asyncio.wait_for(self._stopped.wait(), delay)
         finally:
             self._set_listening(False)
-            for worker in list(self._pipes):
-                self.detach(worker)
+            self.pipes.close()
 
     def stop(self, *, hurry: bool = False) -> None:
         self._stopped.set()
@@ -131,7 +185,7 @@ class WakeRelay:
                         WAKE_RELAY_LISTENING,
                         dsn=self._notices.display_dsn,
                         schema=self._notices.schema,
-                        children=len(self._pipes),
+                        children=len(self.pipes),
                     )
                     self._pending.everything = True
                 elif notice.kind == "jobs":
@@ -158,21 +212,4 @@ class WakeRelay:
         """Write what was heard since the last flush to every child it concerns."""
         self._flush_scheduled = False
         news, self._pending = self._pending, News()
-        for pipe in list(self._pipes.values()):
-            everything = news.everything or pipe.owes_everything
-            if everything:
-                queues: set[str] | frozenset[str] = frozenset()
-            elif pipe.queues is None:
-                queues = news.queues
-            else:
-                queues = news.queues & pipe.queues
-            if not (everything or queues or news.cancels):
-                continue
-            try:
-                os.write(pipe.fd, encode(queues, news.cancels, everything))
-            except BlockingIOError:  # its pipe is full of wake-ups already
-                pipe.owes_everything = True
-            except OSError:  # its process is gone; detach() comes after its exit
-                continue
-            else:
-                pipe.owes_everything = False
+        self.pipes.deliver(news)

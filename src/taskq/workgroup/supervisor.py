@@ -204,6 +204,7 @@ class Supervisor:
             "ready": ready,
             "ready_reason": why,
             "children": [c.status() for c in self.children],
+            "wake_relay": None if self.relay is None else self.relay.status(),
         }
 
     async def run(self, *, install_signal_handlers: bool = False) -> int:
