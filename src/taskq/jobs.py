@@ -291,6 +291,7 @@ class RescuedJob:
     state: str  # queued | dead
     dead_reason: str | None
     crash_count: int
+    queue: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -269,8 +269,8 @@ consumer_restarts = Counter(
 )
 jobs_dead_lettered = Counter(
     "taskq_pool_items_dead_lettered",
-    "Jobs this worker moved to dead, by reason.",
-    ["actor", "reason"],
+    "Jobs this worker moved to dead, by queue, actor and reason.",
+    ["queue", "actor", "reason"],
     registry=WORKER,
 )
 
@@ -278,14 +278,15 @@ jobs_dead_lettered = Counter(
 jobs_claimed = Counter("taskq_jobs_claimed", "Jobs claimed from the store.", registry=WORKER)
 jobs_finished = Counter(
     "taskq_jobs_finished",
-    "Runs finished, by actor and outcome (succeeded, retry, dead, crashed, cancelled, given_back).",
-    ["actor", "outcome"],
+    "Runs finished, by queue, actor and outcome (succeeded, retry, dead, crashed, cancelled, "
+    "snoozed, given_back).",
+    ["queue", "actor", "outcome"],
     registry=WORKER,
 )
 job_duration = Histogram(
     "taskq_job_duration_seconds",
-    "Wall time of a job run, by actor.",
-    ["actor"],
+    "Wall time of a job run, by queue and actor.",
+    ["queue", "actor"],
     buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
     registry=WORKER,
 )
@@ -298,9 +299,9 @@ jobs_rescued = Counter(
 )
 job_cancels = Counter(
     "taskq_job_cancels",
-    "Running jobs this worker was asked to cancel, by actor and runner (async, sync, cpu); "
-    'the runs that then end are counted in taskq_jobs_finished{outcome="cancelled"}.',
-    ["actor", "runner"],
+    "Running jobs this worker was asked to cancel, by queue, actor and runner (async, sync, "
+    'cpu); the runs that then end are counted in taskq_jobs_finished{outcome="cancelled"}.',
+    ["queue", "actor", "runner"],
     registry=WORKER,
 )
 limit_waits = Counter(

@@ -568,4 +568,7 @@ async def test_open_pool_breaker_leaves_cpu_jobs_queued_uncharged_others_run(
     assert paused_job.state == "queued" and paused_job.attempts == 0
     assert "taskq_process_pool_breaker_open 1.0" in text
     # never claimed: not claimed-and-given-back over and over while the breaker is open
-    assert 'taskq_jobs_finished_total{actor="cpu_square",outcome="given_back"} 0.0' in text
+    given_back = (
+        'taskq_jobs_finished_total{actor="cpu_square",outcome="given_back",queue="default"}'
+    )
+    assert f"{given_back} 0.0" in text

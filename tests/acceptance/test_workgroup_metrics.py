@@ -115,7 +115,11 @@ def test_every_series_of_the_alert_rules_is_scraped_from_the_supervisor(
     (dead,) = [
         s for s in series["taskq_pool_items_dead_lettered_total"] if s.labels["worker"] == "api"
     ]
-    assert dead.labels["actor"] == fail.name and dead.labels["reason"] == "failed"
+    assert (dead.labels["queue"], dead.labels["actor"], dead.labels["reason"]) == (
+        fail.queue,
+        fail.name,
+        "failed",
+    )
     assert dead.value == 1
     ok = {s.labels["worker"]: s.value for s in series["taskq_workgroup_child_scrape_ok"]}
     assert ok == {"api": 1.0, "batch": 1.0}

@@ -176,7 +176,7 @@ async def test_verify_always_raising_handler_is_dead_lettered_after_three_attemp
         return (
             metrics.WORKER.get_sample_value(
                 "taskq_pool_items_dead_lettered_total",
-                {"actor": "always_fails", "reason": "failed"},
+                {"queue": "default", "actor": "always_fails", "reason": "failed"},
             )
             or 0.0
         )

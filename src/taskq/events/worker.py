@@ -172,9 +172,9 @@ JOB_RETRY_SCHEDULED = _e(
 JOB_DEAD = _e(
     "job-dead",
     WARNING,
-    "job actor reason attempt error",
+    "job actor queue reason attempt error",
     "the job ended dead (`reason`: its dead reason), logged once that is written",
-    Count("jobs_dead_lettered", ("actor", "reason")),
+    Count("jobs_dead_lettered", ("queue", "actor", "reason")),
 )
 JOB_RESULT_DROPPED = _e(
     "job-result-dropped",
@@ -185,10 +185,10 @@ JOB_RESULT_DROPPED = _e(
 JOB_RESCUED = _e(
     "job-rescued",
     WARNING,
-    "job actor detected_by result state dead_reason crash_count",
+    "job actor queue detected_by result state dead_reason crash_count",
     "a running job whose runner died was re-queued or ended (`detected_by`: how)",
     Count("jobs_rescued", ("detected_by", "result")),
-    Count("jobs_dead_lettered", ("actor", "dead_reason"), when="dead_reason"),
+    Count("jobs_dead_lettered", ("queue", "actor", "dead_reason"), when="dead_reason"),
 )
 JOB_WAITS_TO_RUN_ALONE = _e(
     "job-waits-to-run-alone",
@@ -208,9 +208,9 @@ SYNC_JOB_TIMED_OUT = _e(
 JOB_CANCEL_REQUESTED = _e(
     "job-cancel-requested",
     INFO,
-    "job actor runner",
+    "job actor queue runner",
     "a running job was asked to stop (a cancel)",
-    Count("job_cancels", ("actor", "runner")),
+    Count("job_cancels", ("queue", "actor", "runner")),
 )
 JOB_CANCEL_OVERDUE = _e(
     "job-cancel-overdue",

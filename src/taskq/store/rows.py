@@ -128,6 +128,7 @@ class Codec:
             state=r["state"],
             dead_reason=r["dead_reason"],
             crash_count=r["crash_count"],
+            queue=r["queue"],
         )
 
     def worker(self, r: Row) -> WorkerInfo:

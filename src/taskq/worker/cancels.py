@@ -92,7 +92,13 @@ class Cancels:
             if run.requested_at is not None:
                 continue
             run.requested_at = time.monotonic()
-            log.event(JOB_CANCEL_REQUESTED, job=str(job_id), actor=run.job.actor, runner=run.runner)
+            log.event(
+                JOB_CANCEL_REQUESTED,
+                job=str(job_id),
+                actor=run.job.actor,
+                queue=run.job.queue,
+                runner=run.runner,
+            )
             await self._stop(run)
             stopped.append(job_id)
         return stopped

@@ -156,6 +156,7 @@ def dead(job: ClaimedJob, reason: str, error: str) -> Outcome:
         JOB_DEAD,
         job=str(job.id),
         actor=job.actor,
+        queue=job.queue,
         reason=reason,
         attempt=job.attempt,
         error=error.splitlines()[0] if error else None,

@@ -45,6 +45,7 @@ def count_rescued(rescued: Sequence[RescuedJob], detected_by: str) -> None:
             JOB_RESCUED,
             job=str(job.id),
             actor=job.actor,
+            queue=job.queue,
             detected_by=detected_by,
             result=result,
             state=job.state,

@@ -57,11 +57,32 @@ def _decode(text: str) -> Any:
 
 
 @dataclass(slots=True)
+class _Counts:
+    """One (actor, queue)'s metric children, made once."""
+
+    duration: Any  # Histogram child
+    finished: dict[str, Any]  # outcome -> Counter child
+
+    @classmethod
+    def of(cls, queue: str, actor: str) -> _Counts:
+        finished = {
+            k.value: metrics.jobs_finished.labels(queue, actor, k.value) for k in OutcomeKind
+        }
+        finished["given_back"] = metrics.jobs_finished.labels(queue, actor, "given_back")
+        return cls(metrics.job_duration.labels(queue, actor), finished)
+
+
+@dataclass(slots=True)
 class _Plan:
     actor: AnyActor
     kind: str
-    duration: Any  # Histogram child
-    finished: dict[str, Any]  # outcome -> Counter child
+    counts: dict[str, _Counts]  # by queue: the actor's own from the start, others when seen
+
+    def counts_on(self, queue: str) -> _Counts:
+        counts = self.counts.get(queue)
+        if counts is None:
+            counts = self.counts[queue] = _Counts.of(queue, self.actor.name)
+        return counts
 
 
 class Executor:
@@ -93,9 +114,7 @@ class Executor:
     @staticmethod
     def _plan(actor: AnyActor, pool: bool) -> _Plan:
         kind = CPU if actor.cpu_bound and pool else ASYNC if actor.is_async else SYNC
-        finished = {k.value: metrics.jobs_finished.labels(actor.name, k.value) for k in OutcomeKind}
-        finished["given_back"] = metrics.jobs_finished.labels(actor.name, "given_back")
-        return _Plan(actor, kind, metrics.job_duration.labels(actor.name), finished)
+        return _Plan(actor, kind, {actor.queue: _Counts.of(actor.queue, actor.name)})
 
     async def execute(self, job: ClaimedJob) -> Outcome | None:
         """Run ``job``; return its outcome, or ``None`` to give it back uncharged (also
@@ -122,7 +141,7 @@ class Executor:
                 DeadReason.UNKNOWN_ACTOR,
                 f"ActorNotFound: no actor named {job.actor!r} in this worker's registry",
             )
-            metrics.jobs_finished.labels(job.actor, OutcomeKind.DEAD.value).inc()
+            metrics.jobs_finished.labels(job.queue, job.actor, OutcomeKind.DEAD.value).inc()
             return outcome
         started = time.perf_counter()
         result: Outcome | None
@@ -137,8 +156,9 @@ class Executor:
             crash_count=job.crash_count,
             meta_json=job.meta_json,
         )
+        counts = plan.counts.get(job.queue) or plan.counts_on(job.queue)
         if job.workflow_id is not None and not await self._steps.join(job, ctx):
-            plan.finished["given_back"].inc()
+            counts.finished["given_back"].inc()
             return None
         with running(ctx):
             if self._cancels is None:
@@ -151,8 +171,8 @@ class Executor:
             changed = ctx.changed_meta_json
             if changed is not None:  # saved with the outcome
                 result = replace(result, meta_json=changed)
-        plan.duration.observe(time.perf_counter() - started)
-        plan.finished["given_back" if result is None else result.kind].inc()  # StrEnum: a str key
+        counts.duration.observe(time.perf_counter() - started)
+        counts.finished["given_back" if result is None else result.kind].inc()  # StrEnum: str key
         return result
 
     def _run(self, job: ClaimedJob, plan: _Plan) -> Awaitable[Outcome | None]:

@@ -779,7 +779,7 @@ WITH gone AS (
     WHERE jobs.id = v.id AND jobs.worker_id = %(worker_id)s AND jobs.state = 'running'
     RETURNING jobs.id, jobs.actor, jobs.state, jobs.dead_reason, jobs.crash_count, jobs.queue
 )
-SELECT id, actor, state, dead_reason, crash_count,
+SELECT id, actor, state, dead_reason, crash_count, queue,
        (SELECT count(pg_notify(%(channel)s, q.queue))
         FROM (SELECT DISTINCT queue FROM rescued WHERE state = 'queued') AS q) AS notified
 FROM rescued;
@@ -810,7 +810,7 @@ WITH sweeper AS (
       AND jobs.lease_expires_at < now()
     RETURNING jobs.id, jobs.actor, jobs.state, jobs.dead_reason, jobs.crash_count, jobs.queue
 )
-SELECT id, actor, state, dead_reason, crash_count,
+SELECT id, actor, state, dead_reason, crash_count, queue,
        (SELECT count(pg_notify(%(channel)s, q.queue))
         FROM (SELECT DISTINCT queue FROM rescued WHERE state = 'queued') AS q) AS notified
 FROM rescued;

@@ -485,7 +485,7 @@ FROM (SELECT id, :attempt AS attempt, :worker_id AS worker_id, 'crashed' AS kind
                         ELSE 'crashed' END AS rule
             FROM jobs j WHERE j.id = :id)) AS v
 WHERE {{run_fence}}
-RETURNING jobs.id, jobs.actor, jobs.state, jobs.dead_reason, jobs.crash_count;
+RETURNING jobs.id, jobs.actor, jobs.state, jobs.dead_reason, jobs.crash_count, jobs.queue;
 
 -- name: give_back
 -- description: Return one claimed job to queued without charging the attempt (fenced).
