@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .scenarios import claims, cpu, memory, soak
+from .scenarios import claims, cpu, memory, soak, workflows
 
 NOT_MEASURED = "not measured in this run"
 
@@ -214,6 +214,36 @@ def _cpu(cases: dict) -> list[dict]:
     ]
 
 
+def _workflows(cases: dict) -> list[dict]:
+    """Issue 22: a fan-in's cost within taskq (a group of 1,000 and its fan-in step against
+    the same 1,000 plain jobs), and the enqueue of a 10,000-step workflow on Postgres;
+    Celery's chord at the same sizes is reported beside them."""
+    steps = max((r["steps"] for r in _runs(cases, "wf_fanin")), default=0)
+    fan_short = f"{steps - 1:,} steps" if steps and steps - 1 < workflows.FANIN_STEPS else ""
+    big = max((r["steps"] for r in _runs(cases, "wf_enqueue")), default=0)
+    enq_short = f"{big:,} steps" if big and big < workflows.ENQUEUE_STEPS else ""
+    versus = _ratio(cases, "wf_fanin", "celery", "fanin_s")
+    enq_versus = _ratio(cases, "wf_enqueue", "celery", "enqueue_s")
+    return [
+        _check(
+            "1,000-step group + fan-in <= 1.5x the time of 1,000 plain jobs",
+            _value(cases, "wf_fanin", "taskq", "overhead_x"),
+            lambda v: v <= 1.5,
+            "{:.2f}x",
+            info=f"Celery's chord takes {1 / versus:.2f}x taskq's time" if versus else "",
+            short_of=fan_short,
+        ),
+        _check(
+            "enqueue of a 10,000-step workflow < 1 s on Postgres",
+            _value(cases, "wf_enqueue", "taskq", "enqueue_s"),
+            lambda v: v < 1.0,
+            "{:.3f} s",
+            info=f"Celery's chord: {1 / enq_versus:.2f}x taskq's time" if enq_versus else "",
+            short_of=enq_short,
+        ),
+    ]
+
+
 def evaluate(cases: dict, derived: dict) -> list[dict]:
     return [
         _drain(
@@ -273,4 +303,5 @@ def evaluate(cases: dict, derived: dict) -> list[dict]:
         _rss_growth(cases),
         *_soak(cases),
         *_cpu(cases),
+        *_workflows(cases),
     ]

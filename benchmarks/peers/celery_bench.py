@@ -22,9 +22,13 @@ from pathlib import Path
 
 import _common
 import _cpu
+import _workflows
 
-PARSER = _common.base_parser(["enqueue", "drain", "latency", "cpu_drain", "sync_enqueue"])
+PARSER = _common.base_parser(
+    ["enqueue", "drain", "latency", "cpu_drain", "sync_enqueue", "wf_fanin", "wf_enqueue"]
+)
 _cpu.add_arguments(PARSER)
+_workflows.add_arguments(PARSER)
 ARGS = PARSER.parse_args()
 _url, _, _prefix = (ARGS.dsn or "redis://127.0.0.1:6379/10").partition("#")
 os.environ["BENCH_CELERY_BROKER"] = _url
@@ -97,6 +101,48 @@ def cpu_drain(peer: CeleryPeer, args: argparse.Namespace) -> dict:
     )
 
 
+def _wf_app():  # type: ignore[no-untyped-def]
+    import celery_wf_app
+
+    return celery_wf_app
+
+
+def wf_fanin(peer: CeleryPeer, args: argparse.Namespace) -> dict:
+    """1,000 no-op tasks as a plain group, then as a chord's header with its callback."""
+    wf = _wf_app()
+    wf.clear()
+    try:
+        return _workflows.fanin(
+            peer,
+            args,
+            enqueue_plain=lambda keys: wf.plain(list(keys)),
+            enqueue_workflow=lambda keys: wf.the_chord(list(keys)).apply_async(),
+            worker_cmd=[
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "celery_wf_app",
+                "worker",
+                "--loglevel=WARNING",
+            ],
+            pending=wf.pending,
+        )
+    finally:
+        wf.clear()
+
+
+def wf_enqueue(peer: CeleryPeer, args: argparse.Namespace) -> dict:
+    """``chord(group(n - 1 tasks), callback).apply_async()``, timed alone."""
+    wf = _wf_app()
+    return _workflows.wf_enqueue(
+        args,
+        build=lambda keys: wf.the_chord(list(keys)),
+        enqueue=lambda made: made.apply_async(),  # type: ignore[attr-defined]
+        clear=wf.clear,
+    )
+
+
 def main() -> None:
     if ARGS.scenario == "worker":
         raise SystemExit("celery_bench.py: the worker is `python -m celery -A celery_app worker`")
@@ -109,6 +155,8 @@ def main() -> None:
             "cpu_drain": cpu_drain,
             # the enqueue a web request pays: task.delay(), as it is
             "sync_enqueue": lambda peer, a: _common.sync_single(peer.enqueue_one, a),
+            "wf_fanin": wf_fanin,
+            "wf_enqueue": wf_enqueue,
         },
     )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 import _common
+import _cpu
 
 import taskq
 
@@ -25,3 +26,14 @@ async def noop(key: str) -> None:
         events.hit()
     else:
         events.write("start", key)
+
+
+# -- the workflow scenarios (_workflows.py): one done line a body, in any process ---------
+@registry.actor(queue="default", idempotent=True)
+async def wf_step(key: str) -> None:
+    _cpu.done()
+
+
+@registry.actor(queue="default", idempotent=True)
+async def wf_fanin() -> None:
+    _cpu.done()

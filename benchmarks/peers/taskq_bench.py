@@ -28,9 +28,11 @@ from uuid import UUID
 
 import _common
 import _cpu
+import _workflows
 import taskq_actors
 import taskq_cpu
 import taskq_soak
+import taskq_workflows
 
 import taskq
 from taskq.ids import uuid7
@@ -506,9 +508,12 @@ def main() -> None:
             "soak",
             "cpu_drain",
             "sync_enqueue",
+            "wf_fanin",
+            "wf_enqueue",
         ]
     )
     _cpu.add_arguments(parser)
+    _workflows.add_arguments(parser)
     parser.add_argument(
         "--sizes", default="10000,100000", help="claim_scaling: queued rows, comma-separated"
     )
@@ -543,6 +548,8 @@ def main() -> None:
             "rss": rss,
             "soak": lambda peer, a: taskq_soak.soak(peer, a, SCHEMA),
             "cpu_drain": taskq_cpu.cpu_drain,
+            "wf_fanin": taskq_workflows.fanin,
+            "wf_enqueue": taskq_workflows.wf_enqueue,
         },
     )
 

@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from . import ceiling, claims, cpu, latency, memory, recovery, soak, sqlite, throughput, web
+from . import (
+    ceiling,
+    claims,
+    cpu,
+    latency,
+    memory,
+    recovery,
+    soak,
+    sqlite,
+    throughput,
+    web,
+    workflows,
+)
 from .base import Case, Metric, lookup
 
 CASES: tuple[Case, ...] = (
@@ -14,6 +26,7 @@ CASES: tuple[Case, ...] = (
     *sqlite.CASES,
     *ceiling.CASES,
     *cpu.CASES,
+    *workflows.CASES,
     *throughput.SWEEP,
     *memory.CASES,
     *soak.CASES,

@@ -46,6 +46,8 @@ PG_STATEMENTS = (
     "enqueue_from_stage",
     "workflow_insert",  # a workflow goes in beside its steps (store/workflows.py)
     "workflow_steps_insert",
+    "workflow_steps_copy",
+    "workflow_steps_copy_waiting",
 )
 SETTLE_ROUNDS = 5  # a key whose holder keeps finishing between insert and lookup
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 from uuid import UUID
@@ -73,6 +73,33 @@ def pg_workflow_steps(statements: Mapping[str, str], workflow: WorkflowRow) -> S
     )
     yield statements["workflow_steps_insert"], pg_steps_params(workflow.id, workflow.steps), False
     return [s.spec.id for s in workflow.steps]
+
+
+def copy_rows(workflow: WorkflowRow, *, waiting: bool) -> Iterator[tuple[Any, ...]]:
+    """The steps that wait (``waiting``) or are due now, as rows of
+    ``workflow_steps_copy[_waiting]``."""
+    for s in workflow.steps:
+        if bool(s.upstream) is not waiting:
+            continue
+        j = s.spec
+        row = (
+            j.id,
+            j.actor,
+            j.queue,
+            j.args_json,
+            j.kwargs_json,
+            j.priority,
+            j.max_attempts,
+            j.max_crashes,
+            j.idempotent,
+            workflow.id,
+            s.name,
+            list(s.upstream),
+            list(s.downstream),
+            len(s.upstream),
+            str(s.on_failure),
+        )
+        yield (*row, WAITING_RUN_AT) if waiting else row
 
 
 def sqlite_step_rows(

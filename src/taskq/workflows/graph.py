@@ -195,7 +195,7 @@ class Workflow:
     def _upstream(self, after: Iterable[StepRef | str]) -> tuple[StepRef | str, ...]:
         if isinstance(after, StepRef | str):
             after = [after]
-        out: list[StepRef | str] = []
+        out: dict[StepRef | str, None] = {}  # in order, each once (StepRef: by identity)
         for item in after:
             if isinstance(item, StepRef):
                 if item.workflow is not self:
@@ -209,8 +209,7 @@ class Workflow:
                     f"after= takes steps this workflow's add() returned, or their names; "
                     f"got {item!r}"
                 )
-            if item not in out:
-                out.append(item)
+            out[item] = None
         return tuple(out)
 
     def _name_for(self, made: Step, name: str | None) -> str:
@@ -241,7 +240,7 @@ class Workflow:
             raise InvalidWorkflow(f"workflow {self.name!r} has no steps")
         upstream: list[list[int]] = []
         for ref in self._steps:
-            ups: list[int] = []
+            ups: dict[int, None] = {}  # in order, each once
             for item in ref.after:
                 target = self._names.get(item) if isinstance(item, str) else item
                 if target is None:
@@ -251,9 +250,8 @@ class Workflow:
                     )
                 if target.index == ref.index:
                     raise InvalidWorkflow(f"step {ref.name!r} runs after itself (a cycle)")
-                if target.index not in ups:
-                    ups.append(target.index)
-            upstream.append(ups)
+                ups[target.index] = None
+            upstream.append(list(ups))
         _refuse_cycles(self, upstream)
         return upstream
 

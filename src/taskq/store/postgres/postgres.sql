@@ -1055,6 +1055,20 @@ FROM unnest(%(ids)s::uuid[], %(actors)s::text[], %(queues)s::text[], %(args)s::t
      AS v(id, actor, queue, args, kwargs, priority, max_attempts, max_crashes, idempotent,
           step, upstream, downstream, upstream_left, on_failure);
 
+-- name: workflow_steps_copy
+-- description: Stream a large workflow's steps (COPY: the store's own enqueue_workflow); due-now steps take run_at's default.
+COPY {schema}.jobs (id, actor, queue, args, kwargs, priority, max_attempts, max_crashes,
+                    idempotent, workflow_id, step, upstream, downstream, upstream_left,
+                    on_failure)
+FROM STDIN;
+
+-- name: workflow_steps_copy_waiting
+-- description: Stream a large workflow's waiting steps (run_at at the end of time).
+COPY {schema}.jobs (id, actor, queue, args, kwargs, priority, max_attempts, max_crashes,
+                    idempotent, workflow_id, step, upstream, downstream, upstream_left,
+                    on_failure, run_at)
+FROM STDIN;
+
 -- fragment: workflow_columns
 -- description: Every column a WorkflowInfo is read from.
 id, name, state, steps, steps_left, failed_steps, cancelled_steps, created_at,

@@ -157,6 +157,10 @@ CREATE TABLE workers (
     CONSTRAINT workers_pkey PRIMARY KEY (id)
 ) WITH (autovacuum_vacuum_scale_factor=0.05, fillfactor=70);
 
+CREATE TABLE workflow_ended (
+    id uuid NOT NULL
+);
+
 CREATE TABLE workflow_totals (
     state text NOT NULL,
     finished bigint NOT NULL,
@@ -253,86 +257,99 @@ BEGIN
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION workflow_step_moved()
+CREATE OR REPLACE FUNCTION workflow_step_ended()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO '<schema>'
+AS $function$
+BEGIN
+    INSERT INTO workflow_ended (id) VALUES (NEW.id);
+    RETURN NULL;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION workflow_steps_advance()
  RETURNS trigger
  LANGUAGE plpgsql
  SET search_path TO '<schema>'
 AS $function$
 DECLARE
     channel  text := left('taskq_' || TG_TABLE_SCHEMA, 63);
-    frontier uuid[];
-    cascaded integer := 0;
-    left_now integer;
-    final    text;
+    ended    uuid[];
+    finished uuid[];
     notified bigint;
 BEGIN
-    IF pg_trigger_depth() > 1
-       OR OLD.state IN ('succeeded', 'dead', 'cancelled')
-       OR NEW.state NOT IN ('succeeded', 'dead', 'cancelled') THEN
-        RETURN NULL;
-    END IF;
-    IF NEW.state = 'succeeded' THEN
-        -- one upstream fewer for each step after it; the last one makes it due now
-        WITH u AS (
+    PERFORM set_config('taskq.workflow_advancing', 'on', true);
+    LOOP
+        PERFORM set_config('taskq.workflow_steps_ended', '', true);
+        WITH gone AS (DELETE FROM workflow_ended RETURNING id)
+        SELECT array_agg(id) INTO ended FROM gone;
+        EXIT WHEN ended IS NULL;
+        WITH e AS (
+            SELECT d.id,
+                   count(*) FILTER (WHERE s.state = 'succeeded') AS ok,
+                   count(*) FILTER (WHERE s.state <> 'succeeded') AS bad
+            FROM jobs s, unnest(s.downstream) AS d(id)
+            WHERE s.id = ANY(ended)
+            GROUP BY d.id
+        ), u AS (
             UPDATE jobs
-            SET upstream_left = upstream_left - 1,
-                run_at = CASE WHEN upstream_left = 1 THEN now() ELSE run_at END
-            WHERE id = ANY(NEW.downstream) AND state = 'queued' AND upstream_left > 0
-            RETURNING queue, upstream_left
+            SET upstream_left = jobs.upstream_left
+                                - (e.ok + CASE WHEN jobs.on_failure = 'run' THEN e.bad ELSE 0 END),
+                run_at = CASE WHEN jobs.upstream_left
+                                   = e.ok + CASE WHEN jobs.on_failure = 'run' THEN e.bad ELSE 0 END
+                              THEN now() ELSE jobs.run_at END
+            FROM e
+            WHERE jobs.id = e.id AND jobs.state = 'queued' AND jobs.upstream_left > 0
+              AND (e.bad = 0 OR jobs.on_failure = 'run')
+              AND e.ok + CASE WHEN jobs.on_failure = 'run' THEN e.bad ELSE 0 END > 0
+            RETURNING jobs.queue, jobs.upstream_left
+        ), c AS (
+            UPDATE jobs
+            SET state = 'cancelled', finished_at = now(), cancelled_at = now(),
+                cancelled_by = 'upstream_failed'
+            FROM e
+            WHERE jobs.id = e.id AND e.bad > 0 AND jobs.state = 'queued'
+              AND jobs.on_failure <> 'run'
+            RETURNING jobs.id
         )
-        SELECT count(pg_notify(channel, r.queue)) INTO notified
-        FROM (SELECT DISTINCT queue FROM u WHERE upstream_left = 0) AS r;
-    ELSE
-        -- dead or cancelled: the steps after it will never run, except on_failure='run'
-        -- steps, for which an ended upstream step counts as done.
-        frontier := ARRAY[NEW.id];
-        LOOP
-            WITH e AS (
-                SELECT d.id, count(*) AS n
-                FROM jobs f, unnest(f.downstream) AS d(id)
-                WHERE f.id = ANY(frontier) GROUP BY d.id
-            ), u AS (
-                UPDATE jobs
-                SET upstream_left = jobs.upstream_left - e.n,
-                    run_at = CASE WHEN jobs.upstream_left = e.n THEN now() ELSE jobs.run_at END
-                FROM e
-                WHERE jobs.id = e.id AND jobs.state = 'queued' AND jobs.on_failure = 'run'
-                  AND jobs.upstream_left > 0
-                RETURNING jobs.queue, jobs.upstream_left
-            ), gone AS (
-                UPDATE jobs
-                SET state = 'cancelled', finished_at = now(), cancelled_at = now(),
-                    cancelled_by = 'upstream_failed'
-                FROM e
-                WHERE jobs.id = e.id AND jobs.state = 'queued' AND jobs.on_failure <> 'run'
-                RETURNING jobs.id
+        SELECT (SELECT count(pg_notify(channel, r.queue))
+                FROM (SELECT DISTINCT queue FROM u WHERE upstream_left = 0) AS r)
+               + (SELECT count(*) FROM c)
+        INTO notified;
+        WITH s AS (
+            SELECT workflow_id, count(*) AS n,
+                   count(*) FILTER (WHERE state = 'dead') AS dead,
+                   count(*) FILTER (WHERE state = 'cancelled') AS cancelled
+            FROM jobs WHERE id = ANY(ended)
+            GROUP BY workflow_id
+        ), w AS (
+            UPDATE workflows
+            SET steps_left = workflows.steps_left - s.n,
+                failed_steps = workflows.failed_steps + s.dead,
+                cancelled_steps = workflows.cancelled_steps + s.cancelled
+            FROM s
+            WHERE workflows.id = s.workflow_id
+            RETURNING workflows.id, workflows.steps_left
+        )
+        SELECT array_agg(id) INTO finished FROM w WHERE steps_left = 0;
+        IF finished IS NOT NULL THEN
+            WITH f AS (
+                UPDATE workflows
+                SET finished_at = now(),
+                    state = CASE WHEN failed_steps > 0 THEN 'failed'
+                                 WHEN cancelled_steps > 0 OR cancelled_at IS NOT NULL
+                                     THEN 'cancelled'
+                                 ELSE 'succeeded' END
+                WHERE id = ANY(finished)
+                RETURNING state
             )
-            SELECT (SELECT array_agg(id) FROM gone),
-                   (SELECT count(pg_notify(channel, r.queue))
-                    FROM (SELECT DISTINCT queue FROM u WHERE upstream_left = 0) AS r)
-            INTO frontier, notified;
-            EXIT WHEN frontier IS NULL;
-            cascaded := cascaded + cardinality(frontier);
-        END LOOP;
-    END IF;
-    UPDATE workflows
-    SET steps_left = steps_left - 1 - cascaded,
-        failed_steps = failed_steps + CASE WHEN NEW.state = 'dead' THEN 1 ELSE 0 END,
-        cancelled_steps = cancelled_steps + cascaded
-                          + CASE WHEN NEW.state = 'cancelled' THEN 1 ELSE 0 END
-    WHERE id = NEW.workflow_id
-    RETURNING steps_left INTO left_now;
-    IF left_now = 0 THEN
-        UPDATE workflows
-        SET finished_at = now(),
-            state = CASE WHEN failed_steps > 0 THEN 'failed'
-                         WHEN cancelled_steps > 0 OR cancelled_at IS NOT NULL THEN 'cancelled'
-                         ELSE 'succeeded' END
-        WHERE id = NEW.workflow_id
-        RETURNING state INTO final;
-        INSERT INTO workflow_totals AS t (state, finished) VALUES (final, 1)
-        ON CONFLICT (state) DO UPDATE SET finished = t.finished + 1;
-    END IF;
+            INSERT INTO workflow_totals AS t (state, finished)
+            SELECT state, count(*) FROM f GROUP BY state
+            ON CONFLICT (state) DO UPDATE SET finished = t.finished + excluded.finished;
+        END IF;
+    END LOOP;
+    PERFORM set_config('taskq.workflow_advancing', '', true);
     RETURN NULL;
 END
 $function$;
@@ -341,4 +358,10 @@ CREATE TRIGGER jobs_notify_enqueued AFTER INSERT ON jobs REFERENCING NEW TABLE A
 
 CREATE TRIGGER jobs_record_error AFTER UPDATE OF last_error ON jobs FOR EACH ROW WHEN (((old.state = 'running'::text) AND (new.state = ANY (ARRAY['queued'::text, 'dead'::text])) AND (new.last_error IS NOT NULL) AND (new.attempt = old.attempt))) EXECUTE FUNCTION record_job_error();
 
-CREATE TRIGGER jobs_workflow_step AFTER UPDATE OF state ON jobs FOR EACH ROW WHEN (((new.workflow_id IS NOT NULL) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION workflow_step_moved();
+CREATE TRIGGER jobs_workflow_step AFTER UPDATE OF state ON jobs FOR EACH ROW WHEN (
+        CASE
+            WHEN ((new.workflow_id IS NOT NULL) AND (new.state = ANY (ARRAY['succeeded'::text, 'dead'::text, 'cancelled'::text])) AND (old.state <> ALL (ARRAY['succeeded'::text, 'dead'::text, 'cancelled'::text]))) THEN (set_config('taskq.workflow_steps_ended'::text, 'on'::text, true) = 'on'::text)
+            ELSE false
+        END) EXECUTE FUNCTION workflow_step_ended();
+
+CREATE TRIGGER jobs_workflow_steps AFTER UPDATE OF state ON jobs FOR EACH STATEMENT WHEN (((current_setting('taskq.workflow_steps_ended'::text, true) = 'on'::text) AND (current_setting('taskq.workflow_advancing'::text, true) IS DISTINCT FROM 'on'::text))) EXECUTE FUNCTION workflow_steps_advance();
