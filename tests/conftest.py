@@ -29,11 +29,22 @@ PG_DSN = os.environ.get("TASKQ_TEST_PG_DSN", "postgresql://root@127.0.0.1:5432/t
 
 @pytest.fixture(scope="session")
 def pg_dsn() -> str:
+    return find_pg_dsn()
+
+
+def find_pg_dsn() -> str:
+    """The test Postgres. ``make test`` always finds or starts one and names it in
+    ``TASKQ_TEST_PG_DSN``: then it must answer (a failure, never a skip, so CI never skips
+    the Postgres half). A bare ``pytest`` on a machine without one skips the Postgres
+    tests with one line instead of failing each."""
     try:
         with psycopg.connect(PG_DSN, connect_timeout=5) as conn:
             conn.execute("SELECT 1")
-    except psycopg.Error as exc:  # make test guarantees one; a bare pytest run fails loudly
-        pytest.fail(f"Postgres at {PG_DSN} does not answer ({exc}); run `make test`", pytrace=False)
+    except psycopg.Error as exc:
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if "TASKQ_TEST_PG_DSN" in os.environ:
+            pytest.fail(f"Postgres at {PG_DSN} does not answer: {why}", pytrace=False)
+        pytest.skip(f"no Postgres at {PG_DSN} ({why}): `make test` finds or starts one")
     return PG_DSN
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from taskq import exit_codes
 from taskq.blame import JOB_SIGNALS, blames_job
-from taskq.workgroup.supervisor import _blames_job
+from taskq.workgroup.children import _blames_job
 
 
 @pytest.mark.parametrize("name", sorted(JOB_SIGNALS))

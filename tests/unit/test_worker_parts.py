@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from taskq.exceptions import ConfigError
-from taskq.worker.part import Parts, PartState, StopSignal
+from taskq.lifecycle import Parts, PartState, StopSignal
 from tests.helpers import async_wait_until
 
 

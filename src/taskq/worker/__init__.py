@@ -5,7 +5,6 @@ schedule, cancel.
 ``worker.request_stop()``); ``main.run(config)`` is the ``taskq worker`` process around
 it (signals, parent watch, exit codes). One idea per module:
 
-* ``part``        the one lifecycle of every part below, and the ordered list of them
 * ``worker``      ``Worker``: builds the parts, in order
 * ``config``      ``WorkerConfig``: every worker option and its one default
 * ``fetcher``     batched claims sized to free capacity; NOTIFY wake-ups, polling fallback

@@ -20,10 +20,10 @@ from collections.abc import Iterable
 from ..backlog import BacklogLease
 from ..events import BACKLOG_METRICS
 from ..exceptions import TaskqError
+from ..lifecycle import Stoppable, StopSignal
 from ..logs import get_logger
 from ..store import Store
 from .outage import StoreBackoff
-from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 

@@ -31,11 +31,11 @@ from uuid import UUID
 from ..events import JOB_CANCEL_FAILED, JOB_CANCEL_OVERDUE, JOB_CANCEL_REQUESTED
 from ..exceptions import StoreError
 from ..jobs import ClaimedJob
+from ..lifecycle import Stoppable, StopSignal
 from ..logs import get_logger
 from ..store import Store
 from ..wakeups import Wakeups
 from .outage import StoreBackoff
-from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 

@@ -46,11 +46,11 @@ from ..exceptions import (
     Snooze,
 )
 from ..jobs import ClaimedJob, DeadReason, Outcome, OutcomeKind
+from ..lifecycle import Stoppable, StopSignal
 from ..logs import get_logger
 from ..registry import AnyActor
 from . import outcomes
 from .config import WorkerConfig
-from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 

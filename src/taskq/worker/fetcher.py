@@ -26,12 +26,12 @@ from .. import metrics
 from ..events import JOBS_GIVEN_BACK
 from ..exceptions import StoreError
 from ..jobs import ClaimedJob
+from ..lifecycle import Stoppable, StopSignal
 from ..logs import get_logger
 from ..store import Store
 from ..wakeups import Wakeups
 from .buffer import JobBuffer
 from .outage import StoreBackoff
-from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 

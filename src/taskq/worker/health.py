@@ -19,8 +19,8 @@ from .. import metrics
 from ..events import HEALTH_SERVER_STARTED
 from ..exceptions import ConfigError
 from ..http import EndpointServer, Response, probe_route
+from ..lifecycle import Stoppable, StopSignal
 from ..logs import get_logger
-from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 

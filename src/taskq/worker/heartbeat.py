@@ -19,10 +19,10 @@ from __future__ import annotations
 from ..events import WORKER_UNREGISTER_FAILED
 from ..exceptions import StoreError
 from ..jobs import WorkerInfo
+from ..lifecycle import Stoppable, StopSignal
 from ..logs import get_logger
 from ..store import Store
 from .outage import StoreBackoff
-from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 from .. import metrics
 from ..events import EVENT_LOOP_BLOCKED
+from ..lifecycle import Stoppable, StopSignal
 from ..logs import get_logger
-from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 

@@ -31,10 +31,10 @@ from ..events import (
 )
 from ..exceptions import StoreError, StoreUnavailable
 from ..insight import VacuumOutcome
+from ..lifecycle import Stoppable, StopSignal
 from ..logs import get_logger
 from ..store import Store
 from .outage import StoreBackoff
-from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 

@@ -24,9 +24,9 @@ import os
 from collections.abc import Sequence
 
 from ..events import WAKE_RELAY_LOST
+from ..lifecycle import Stoppable, StopSignal
 from ..logs import get_logger
 from ..wakeups import News, decode
-from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 

@@ -24,10 +24,10 @@ from uuid import UUID
 from ..events import JOB_RESCUED
 from ..exceptions import StoreError
 from ..jobs import JobState, RescuedJob
+from ..lifecycle import Stoppable, StopSignal
 from ..logs import get_logger
 from ..store import Store
 from .outage import StoreBackoff
-from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 

@@ -33,12 +33,12 @@ from ..events import (
 )
 from ..exceptions import TaskqError
 from ..jobs import ALL_STATES
+from ..lifecycle import Stoppable, StopSignal
 from ..logs import get_logger
 from ..periodic import Schedule, tick_key
 from ..registry import AnyActor, Registry
 from ..store import Store
 from ..unique import Unique
-from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 

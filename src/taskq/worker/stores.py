@@ -1,4 +1,4 @@
-"""The worker's stores as a part (``part.Part``): opened all at once when the worker
+"""The worker's stores as a part (``lifecycle.Part``): opened all at once when the worker
 starts (the first part: every other part uses them), closed when it stops (the last).
 
 ``start`` opens every store concurrently (the first failure is the one error), starts
@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
+from ..lifecycle import Stoppable, StopSignal
 from ..store import Store
-from .part import Stoppable, StopSignal
 
 
 class Stores(Stoppable):

@@ -12,7 +12,7 @@ never trips the guard for the rest. When every consumer has given up, the crash-
 guard trips: a critical line, and ``run`` raises ``CrashLoop`` so the worker stops
 claiming, gives its jobs back and exits 3.
 
-It is the ``consumers`` part of the worker (``part.Part``). Its shutdown (``stop``) is
+It is the ``consumers`` part of the worker (``lifecycle.Part``). Its shutdown (``stop``) is
 never counted as a crash: idle consumers are cancelled at once, busy ones get ``grace``
 seconds to finish their job (cut short by ``stop(hurry=True)``, a second signal), then
 the rest are cancelled; a cancelled consumer gives its job back.

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .part import Stoppable, StopSignal
+from ..lifecycle import Stoppable, StopSignal
 
 _STOP = object()
 

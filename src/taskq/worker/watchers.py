@@ -1,4 +1,4 @@
-"""What a worker watches outside itself, as parts (``part.Part``): its parent process
+"""What a worker watches outside itself, as parts (``lifecycle.Part``): its parent process
 and its credentials file. No loose task: each runs in the worker's ``Parts``.
 
 * ``ParentWatch``: a workgroup child (``--workgroup-instance``) must not outlive its
@@ -20,8 +20,8 @@ import os
 from collections.abc import Awaitable, Callable
 
 from ..events import CREDENTIALS_FILE_CHANGED, PARENT_GONE
+from ..lifecycle import Stoppable, StopSignal
 from ..logs import get_logger
-from .part import Stoppable, StopSignal
 
 log = get_logger(__name__)
 

@@ -1,6 +1,6 @@
 """``Worker``: one worker process's parts, started in order and stopped in reverse.
 
-Start: load the registry, then start the parts (``part.Part``: ``start``, ``run``,
+Start: load the registry, then start the parts (``lifecycle.Part``: ``start``, ``run``,
 idempotent ``stop``) in the order of the one list in ``Worker._build``: ``stores``
 first (both stores opened at once; the schema and the actor configs checked while the
 claim connections warm up: drift refuses to start unless forced), then
@@ -9,7 +9,7 @@ claim connections warm up: drift refuses to start unless forced), then
 LISTEN connection: worker/relay.py), ... and last ``fetcher`` and ``scheduler``, the first to stop
 (docs/architecture.md has the table of what each does at start, run and stop).
 
-``part.Parts`` owns every part's ``run`` task: if one ends before a stop was asked for,
+``lifecycle.Parts`` owns every part's ``run`` task: if one ends before a stop was asked for,
 the worker logs it (``worker-part-died``, error) and shuts down with exit code 4
 (3 when it was the consumers' crash-loop guard, ``CrashLoop``).
 
@@ -22,7 +22,7 @@ and given back; the pool closes; acks are flushed; the row is removed. A second 
 
 Adding a part: write a class with ``name``, ``stop_timeout``, ``async start()``,
 ``async run()`` (work until ``stop()``, then wind down and return) and ``stop(*,
-hurry=False)`` (``part.StopSignal`` does the waiting), and add one line to the list in
+hurry=False)`` (``lifecycle.StopSignal`` does the waiting), and add one line to the list in
 ``Worker._build`` -- after the parts it uses, so that it stops before them.
 """
 
@@ -49,6 +49,7 @@ from ..events import (
 from ..exceptions import ActorConfigDrift, ConfigError, CrashLoop, TaskqError
 from ..ids import uuid7
 from ..jobs import ClaimedJob, WorkerInfo
+from ..lifecycle import Ended, Part, Parts, PartState
 from ..logs import get_logger
 from ..middleware import Middleware
 from ..registry import Registry, load_registry
@@ -68,7 +69,6 @@ from .health import HealthServer
 from .heartbeat import Heartbeat
 from .lag import LagMonitor
 from .middleware import MiddlewareChain, load_middleware
-from .part import Ended, Part, Parts, PartState
 from .pruner import Pruner
 from .relay import RelayedWakeups
 from .rescuer import Rescuer
@@ -255,7 +255,7 @@ class Worker:
     ) -> list[Part]:
         """The worker's parts, in start order (each is stopped after those listed below it).
 
-        To add a part: build it here, in its place in the list (``part.Part``).
+        To add a part: build it here, in its place in the list (``lifecycle.Part``).
         """
         config = self.config
         store, hb_store = stores.stores

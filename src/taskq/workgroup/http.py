@@ -22,8 +22,14 @@ from typing import Any
 from prometheus_client import generate_latest
 
 from .. import metrics
+from ..events import WORKGROUP_HTTP_LISTENING
+from ..exceptions import WorkgroupStartError
 from ..http import METRICS_CONTENT_TYPE, EndpointServer, Response, probe_route
+from ..lifecycle import StopSignal
+from ..logs import get_logger
 from .scrape import MergedMetrics, child_not_ready, scrape_children
+
+log = get_logger(__name__)
 
 #: how a not-ready answer starts (then "; "-separated problems, one per child)
 NOT_READY = "not ready: "
@@ -34,27 +40,53 @@ ChildSockets = Callable[[], Sequence[tuple[str, str | None]]]
 
 
 class StatusServer:
+    """The endpoints, as a part of the supervisor (``lifecycle.Part``): ``start`` binds
+    ``port`` (None: nothing to serve; a port that cannot be bound refuses the start),
+    ``run`` serves until the stop, then closes."""
+
+    name = "http"
+    stop_timeout = None  # closing is immediate
+
     def __init__(
         self,
         *,
         status: Callable[[], dict[str, Any]],
         ready: Callable[[], tuple[bool, str]],
         children: ChildSockets = tuple,
+        port: int | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
         self._status = status
         self._children = children
         self._ready = ready
+        self._bind = port
+        self._host = host
         self._server = EndpointServer(self._route, name="workgroup")
+        self._stopped = StopSignal()
 
     @property
     def port(self) -> int | None:
         return self._server.port
 
-    async def start(self, port: int, host: str = "127.0.0.1") -> int:
-        return await self._server.start_tcp(host, port)
+    async def start(self) -> None:
+        if self._bind is None:
+            return
+        try:
+            port = await self._server.start_tcp(self._host, self._bind)
+        except OSError as exc:
+            raise WorkgroupStartError(
+                f"cannot serve HTTP on port {self._bind}: {exc.strerror or exc}"
+            ) from None
+        log.event(WORKGROUP_HTTP_LISTENING, port=port, host=self._host)
 
-    async def close(self) -> None:
-        await self._server.close()
+    async def run(self) -> None:
+        try:
+            await self._stopped.wait()
+        finally:
+            await self._server.close()
+
+    def stop(self, *, hurry: bool = False) -> None:
+        self._stopped.set(hurry=hurry)
 
     async def _readiness(self) -> tuple[bool, str]:
         """The supervisor's view (``ready``), then each running child's own ``/ready``."""

@@ -27,6 +27,7 @@ from ..events import (
     WORKGROUP_FLEET_REPORT_RECOVERED,
 )
 from ..exceptions import TaskqError
+from ..lifecycle import StopSignal
 from ..logs import get_logger
 from ..store import Store
 
@@ -34,6 +35,9 @@ log = get_logger(__name__)
 
 
 class FleetReporter:
+    name = "reporter"
+    stop_timeout = None  # the tick in hand and the leave are bounded by their timeouts
+
     def __init__(
         self,
         *,
@@ -48,6 +52,7 @@ class FleetReporter:
         self._children = children
         self._interval = interval
         self._failing = False
+        self._stopped = StopSignal()
         self._backlog = BacklogLease(
             str(instance),
             queues,
@@ -55,17 +60,21 @@ class FleetReporter:
             on_change=lambda leading: log.event(WORKGROUP_BACKLOG_METRICS, leader=leading),
         )
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Tick until ``stop`` is set; then give the lease back and forget this workgroup."""
+    # -- the part (``lifecycle.Part``) ---------------------------------------------------
+    async def start(self) -> None:
+        pass
+
+    async def run(self) -> None:
+        """Tick until stopped; then give the lease back and forget this workgroup."""
         try:
-            while not stop.is_set():
+            while not self._stopped:
                 await self.tick()
-                try:
-                    await asyncio.wait_for(stop.wait(), self._interval)
-                except TimeoutError:
-                    pass
+                await self._stopped.sleep(self._interval)
         finally:
             await self._leave()
+
+    def stop(self, *, hurry: bool = False) -> None:
+        self._stopped.set(hurry=hurry)
 
     async def tick(self) -> None:
         store = await self._store()

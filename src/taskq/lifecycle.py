@@ -1,4 +1,5 @@
-"""One lifecycle for every part of a worker: ``Part``, and ``Parts`` that runs a list of them.
+"""One lifecycle for everything that runs: ``Part``, and ``Parts`` that runs a list of them
+(the worker's parts, the workgroup supervisor's).
 
 A part (the fetcher, the consumers, the acker, the heartbeat...) is anything with::
 
@@ -30,8 +31,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..events import PART_STOP_TIMED_OUT, WORKER_PART_DIED
-from ..logs import get_logger
+from .events import PART_STOP_TIMED_OUT, WORKER_PART_DIED
+from .logs import get_logger
 
 log = get_logger(__name__)
 
