@@ -58,6 +58,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workgroups", type=int, default=4)
     p.add_argument("--children", type=int, default=25, help="workers per workgroup")
     p.add_argument("--concurrency", type=int, default=2, help="each worker's max_concurrency")
+    p.add_argument(
+        "--poll-interval", type=float, default=None, help="each worker's (default: its own, 1 s)"
+    )
     p.add_argument("--jobs", type=int, default=20_000)
     p.add_argument("--pool-size", type=int, default=24, help="PgBouncer's default_pool_size")
     p.add_argument("--idle-seconds", type=float, default=30.0)
@@ -107,7 +110,9 @@ def run_mode(
     servers.set_role_limit(ROLE_LIMIT if pooled else -1)
     runs_dir = workdir / f"runs-{mode}"
     runs_dir.mkdir()
-    fleet = Fleet(workdir / mode, args.workgroups, args.children, args.concurrency)
+    fleet = Fleet(
+        workdir / mode, args.workgroups, args.children, args.concurrency, args.poll_interval
+    )
     env = fleet_env(servers, servers.pooled_dsn if pooled else servers.direct_dsn, runs_dir)
     connections = phases.Connections(servers.admin_dsn)
     connections.start()
@@ -124,6 +129,7 @@ def run_mode(
                 servers.postmaster_pid(),
                 servers.bouncer_pid() if pooled else None,
                 fleet.worker_pids(),
+                fleet.supervisor_pids(),
             )
 
         idle = costs()
@@ -175,7 +181,15 @@ def main(argv: list[str] | None = None) -> int:
         "mode": "quick" if args.quick else "full",
         "params": {
             k: getattr(args, k)
-            for k in ("workgroups", "children", "concurrency", "jobs", "pool_size", "idle_seconds")
+            for k in (
+                "workgroups",
+                "children",
+                "concurrency",
+                "poll_interval",
+                "jobs",
+                "pool_size",
+                "idle_seconds",
+            )
         }
         | {"role_connection_limit": ROLE_LIMIT, "wakeups": args.wakeups},
         "machine": {"nproc": os.cpu_count(), "loadavg_before": os.getloadavg()},

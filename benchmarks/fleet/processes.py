@@ -26,12 +26,15 @@ TICK = os.sysconf("SC_CLK_TCK")
 ACTORS = "benchmarks.fleet.actors:registry"
 
 
-def workgroup_toml(name: str, children: int, concurrency: int) -> str:
+def workgroup_toml(
+    name: str, children: int, concurrency: int, poll_interval: float | None = None
+) -> str:
     lines = [
         f'actors = "{ACTORS}"',
         "[defaults]",
         f"max_concurrency = {concurrency}",
         'queues = ["fleet"]',
+        *([f"poll_interval = {poll_interval!r}"] if poll_interval is not None else []),
         "[supervisor]",
         "shutdown_grace = 40",
     ]
@@ -43,10 +46,17 @@ def workgroup_toml(name: str, children: int, concurrency: int) -> str:
 class Workgroup:
     """One ``taskq workgroup start`` process and its log."""
 
-    def __init__(self, name: str, workdir: Path, children: int, concurrency: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        workdir: Path,
+        children: int,
+        concurrency: int,
+        poll_interval: float | None = None,
+    ) -> None:
         self.name = name
         self.config = workdir / f"{name}.toml"
-        self.config.write_text(workgroup_toml(name, children, concurrency))
+        self.config.write_text(workgroup_toml(name, children, concurrency, poll_interval))
         self.log_path = workdir / f"{name}.log"
         self.children = children
         self.process: subprocess.Popen[bytes] | None = None
@@ -106,10 +116,18 @@ class Workgroup:
 class Fleet:
     """Several workgroups started and stopped together."""
 
-    def __init__(self, workdir: Path, workgroups: int, children: int, concurrency: int) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        workgroups: int,
+        children: int,
+        concurrency: int,
+        poll_interval: float | None = None,
+    ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.groups = [
-            Workgroup(f"wg{g}", workdir, children, concurrency) for g in range(workgroups)
+            Workgroup(f"wg{g}", workdir, children, concurrency, poll_interval)
+            for g in range(workgroups)
         ]
 
     @property

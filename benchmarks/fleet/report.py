@@ -95,12 +95,14 @@ ROWS: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ("idle: Postgres CPU (% of a core)", (("idle", "postgres_cpu_pct"),)),
     ("idle: PgBouncer CPU (% of a core)", (("idle", "pgbouncer_cpu_pct"),)),
     ("idle: workers' CPU (% of a core)", (("idle", "workers_cpu_pct"),)),
+    ("idle: supervisors' CPU (% of a core)", (("idle", "supervisors_cpu_pct"),)),
     (
         "idle wake-up p50 / p90 / max (ms)",
         (("wakeups", "p50_ms"), ("wakeups", "p90_ms"), ("wakeups", "max_ms")),
     ),
     ("drain: jobs/s", (("drain", "jobs_per_s"),)),
     ("drain: Postgres CPU (% of a core)", (("drain", "cost", "postgres_cpu_pct"),)),
+    ("drain: workers' CPU (% of a core)", (("drain", "cost", "workers_cpu_pct"),)),
     ("drain: jobs per Postgres CPU-second", (("drain", "jobs_per_postgres_cpu_s"),)),
     (
         "WAL per job: enqueue / claim to ack (bytes)",
@@ -133,7 +135,8 @@ def markdown(out: dict[str, Any]) -> str:
     lines = [
         f"Fleet benchmark ({out['mode']}, {out['started_at']} - {out.get('finished_at')}): "
         f"{p['workgroups']} workgroups x {p['children']} workers (max_concurrency "
-        f"{p['concurrency']}), {p['jobs']:,} jobs a drain, Postgres "
+        f"{p['concurrency']}, poll_interval {p.get('poll_interval') or 'the default'}), "
+        f"{p['jobs']:,} jobs a drain, Postgres "
         f"{pg.get('server_version', '?')} (max_connections {pg.get('max_connections', '?')}, "
         f"shared_buffers {pg.get('shared_buffers', '?')}), PgBouncer transaction mode, "
         f"default_pool_size {p['pool_size']}, role CONNECTION LIMIT "
