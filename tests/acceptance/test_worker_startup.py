@@ -38,8 +38,13 @@ NOT_AT_START = (
 POSTGRES_ONLY = ("psycopg", "psycopg_pool", "psycopg_binary")
 
 
+#: modules under those prefixes that cost nothing: the pool package's lazy ``__init__`` and
+#: its defaults (``WorkerConfig`` declares ``--cpu-*`` options with them)
+FREE = {"taskq.procpool", "taskq.procpool.limits"}
+
+
 def loaded(names: set[str], prefixes: tuple[str, ...]) -> list[str]:
-    return sorted(n for n in names if any(n == p or n.startswith(p + ".") for p in prefixes))
+    return sorted(n for n in names - FREE if any(n == p or n.startswith(p + ".") for p in prefixes))
 
 
 def modules_at_first_job(target, tmp_path: Path) -> set[str]:
