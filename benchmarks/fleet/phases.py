@@ -39,22 +39,27 @@ def _admin(dsn: str) -> psycopg.Connection:
     return psycopg.connect(dsn, autocommit=True)
 
 
+def _rows(admin_dsn: str, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """One query of the benchmark's own, on a connection of its own (superuser, direct)."""
+    with _admin(admin_dsn) as conn:
+        return conn.execute(query, params).fetchall()
+
+
 def xacts(admin_dsn: str) -> tuple[int, str]:
     """The database's transactions so far, and the WAL position now."""
-    with _admin(admin_dsn) as conn:
-        row = conn.execute(
-            "SELECT xact_commit + xact_rollback, pg_current_wal_lsn()::text "
-            "FROM pg_stat_database WHERE datname = %s",
-            (DATABASE,),
-        ).fetchone()
-    return (int(row[0]), str(row[1])) if row else (0, "0/0")
+    ((count, lsn),) = _rows(
+        admin_dsn,
+        "SELECT xact_commit + xact_rollback, pg_current_wal_lsn()::text "
+        "FROM pg_stat_database WHERE datname = %s",
+        (DATABASE,),
+    )
+    return int(count), str(lsn)
 
 
 def wal_since(admin_dsn: str, lsn: str) -> int:
-    with _admin(admin_dsn) as conn:
-        row = conn.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)", (lsn,))
-        value = row.fetchone()
-    return int(value[0]) if value else 0
+    query = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)"
+    ((diff,),) = _rows(admin_dsn, query, (lsn,))
+    return int(diff)
 
 
 class Connections(threading.Thread):
@@ -137,12 +142,12 @@ async def wakeups(admin_dsn: str, n: int, gap: float) -> dict[str, Any]:
                     raise RuntimeError(f"wake-up job {job_id} did not run within 60 s")
                 await asyncio.sleep(0.01)
             await asyncio.sleep(gap)
-    with _admin(admin_dsn) as conn:
-        rows = conn.execute(
-            f"SELECT extract(epoch FROM started_at - created_at) * 1000 FROM {SCHEMA}.jobs "
-            "WHERE id = ANY(%s)",
-            (ids,),
-        ).fetchall()
+    rows = _rows(
+        admin_dsn,
+        f"SELECT extract(epoch FROM started_at - created_at) * 1000 FROM {SCHEMA}.jobs "
+        "WHERE id = ANY(%s)",
+        (ids,),
+    )
     ms = sorted(float(r[0]) for r in rows)
     return {
         "n": len(ms),
@@ -167,35 +172,28 @@ async def resume(admin_dsn: str) -> None:
 
 
 def states(admin_dsn: str, ids: Sequence[UUID]) -> dict[str, int]:
-    with _admin(admin_dsn) as conn:
-        rows = conn.execute(
-            f"SELECT state, count(*) FROM {SCHEMA}.jobs WHERE id = ANY(%s) GROUP BY state",
-            (list(ids),),
-        ).fetchall()
-    return {state: int(count) for state, count in rows}
+    query = f"SELECT state, count(*) FROM {SCHEMA}.jobs WHERE id = ANY(%s) GROUP BY state"
+    return {state: int(count) for state, count in _rows(admin_dsn, query, (list(ids),))}
 
 
 def unfinished(admin_dsn: str) -> int:
     """Jobs of the fleet's queue not finished yet (the drain's progress: a count its
     partial indexes answer, cheap enough to ask every 0.2 s without weighing on what is
     measured)."""
-    with _admin(admin_dsn) as conn:
-        row = conn.execute(
-            f"SELECT count(*) FROM {SCHEMA}.jobs WHERE queue = %s AND state IN "
-            "('queued', 'running')",
-            (QUEUE,),
-        ).fetchone()
-    return int(row[0]) if row else 0
+    query = (
+        f"SELECT count(*) FROM {SCHEMA}.jobs WHERE queue = %s AND state IN ('queued', 'running')"
+    )
+    ((count,),) = _rows(admin_dsn, query, (QUEUE,))
+    return int(count)
 
 
 def drain_window(admin_dsn: str, ids: Sequence[UUID]) -> float:
-    with _admin(admin_dsn) as conn:
-        row = conn.execute(
-            "SELECT extract(epoch FROM max(finished_at) - min(started_at)) "
-            f"FROM {SCHEMA}.jobs WHERE id = ANY(%s)",
-            (list(ids),),
-        ).fetchone()
-    return float(row[0]) if row and row[0] is not None else float("nan")
+    query = (
+        "SELECT extract(epoch FROM max(finished_at) - min(started_at)) "
+        f"FROM {SCHEMA}.jobs WHERE id = ANY(%s)"
+    )
+    ((seconds,),) = _rows(admin_dsn, query, (list(ids),))
+    return float(seconds) if seconds is not None else float("nan")
 
 
 def runs(runs_dir: Path, ids: Sequence[UUID]) -> dict[str, int]:
