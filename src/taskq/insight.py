@@ -130,13 +130,14 @@ def _json(text: str, what: str) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class QueueMinute:
-    """One queue in one minute (``Insight.activity``): jobs that succeeded, runs that
-    failed (an exception or a crash; retried, or the last run of a job gone dead), jobs
-    gone dead, and the largest age of its oldest due queued job sampled then (None: no
-    sample)."""
+    """One queue's jobs of one actor in one minute (``Insight.activity``): jobs that
+    succeeded, runs that failed (an exception or a crash; retried, or the last run of a
+    job gone dead), jobs gone dead; and in the row of actor ``""``, the largest age of
+    the queue's oldest due queued job sampled then (None: no sample)."""
 
     minute: datetime
     queue: str
+    actor: str = ""
     succeeded: int = 0
     failed_runs: int = 0
     dead: int = 0

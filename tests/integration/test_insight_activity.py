@@ -49,6 +49,8 @@ async def test_minutes_are_counted_once_closed_and_the_open_one_live(store, clie
     assert totals(live, "reports") == (0, 2, 1)
     (reports,) = [r for r in live if r.queue == "reports"]
     assert reports.retried == 1  # the first failed run; the second ended the job
+    assert reports.actor == actors.load_report.name  # per actor too (the actors page)
+    assert {r.actor for r in live if r.queue == "default"} == {actors.add.name}
 
     later = now + timedelta(minutes=2)  # the jobs' minute has closed: counted, stored
     await insight.record_activity(now=later)

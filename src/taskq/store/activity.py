@@ -1,7 +1,7 @@
 """The dashboard's charts over time, as the stores share them (no I/O): which minutes to
 count, and their rows as ``QueueMinute``.
 
-Finished jobs are counted per minute and queue once the minute has closed (``LAG``
+Finished jobs are counted per minute, queue and actor once the minute has closed (``LAG``
 after, for the acks in flight), from the indexed finish times and failed runs, into
 ``queue_minutes``, which keeps ``KEEP``; the minute still open is counted on each read
 and not stored. ``Insight.record_activity`` counts what closed since the last count
@@ -43,6 +43,7 @@ def minutes(rows: Iterable[Mapping[str, Any]], time: Any) -> list[QueueMinute]:
         QueueMinute(
             time(r["minute"]),
             r["queue"],
+            r["actor"],
             int(r["succeeded"] or 0),
             int(r["failed_runs"] or 0),
             int(r["dead"] or 0),
@@ -58,6 +59,7 @@ def open_minute(rows: Iterable[Mapping[str, Any]], minute: datetime) -> list[Que
         QueueMinute(
             minute,
             r["queue"],
+            r["actor"],
             int(r["succeeded"] or 0),
             int(r["failed_runs"] or 0),
             int(r["dead"] or 0),

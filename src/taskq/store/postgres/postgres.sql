@@ -893,21 +893,21 @@ SELECT count(*) AS n FROM (SELECT 1 FROM {schema}.jobs WHERE {{job_filter}} LIMI
 SELECT upto FROM {schema}.rollups WHERE name = 'queue_minutes';
 
 -- name: activity_fill
--- description: Count the closed minutes [from, to) per queue (succeeded and dead jobs by finish time, failed runs by job_errors.at) into queue_minutes, and move the watermark to `to`.
+-- description: Count the closed minutes [from, to) per queue and actor (succeeded and dead jobs by finish time, failed runs by job_errors.at) into queue_minutes, and move the watermark to `to`.
 WITH events AS (
-    SELECT date_trunc('minute', finished_at) AS minute, queue, 1 AS s, 0 AS f, 0 AS d
+    SELECT date_trunc('minute', finished_at) AS minute, queue, actor, 1 AS s, 0 AS f, 0 AS d
     FROM {schema}.jobs WHERE state = 'succeeded' AND finished_at >= %(from)s AND finished_at < %(to)s
     UNION ALL
-    SELECT date_trunc('minute', finished_at), queue, 0, 0, 1
+    SELECT date_trunc('minute', finished_at), queue, actor, 0, 0, 1
     FROM {schema}.jobs WHERE state = 'dead' AND finished_at >= %(from)s AND finished_at < %(to)s
     UNION ALL
-    SELECT date_trunc('minute', e.at), j.queue, 0, 1, 0
+    SELECT date_trunc('minute', e.at), j.queue, j.actor, 0, 1, 0
     FROM {schema}.job_errors AS e JOIN {schema}.jobs AS j ON j.id = e.job_id
     WHERE e.at >= %(from)s AND e.at < %(to)s
 ), counted AS (
-    INSERT INTO {schema}.queue_minutes (minute, queue, succeeded, failed_runs, dead)
-    SELECT minute, queue, sum(s), sum(f), sum(d) FROM events GROUP BY minute, queue
-    ON CONFLICT (minute, queue) DO UPDATE
+    INSERT INTO {schema}.queue_minutes (minute, queue, actor, succeeded, failed_runs, dead)
+    SELECT minute, queue, actor, sum(s), sum(f), sum(d) FROM events GROUP BY minute, queue, actor
+    ON CONFLICT (minute, queue, actor) DO UPDATE
     SET succeeded = excluded.succeeded, failed_runs = excluded.failed_runs, dead = excluded.dead
     RETURNING 1
 )
@@ -915,22 +915,22 @@ INSERT INTO {schema}.rollups (name, upto) VALUES ('queue_minutes', %(to)s)
 ON CONFLICT (name) DO UPDATE SET upto = greatest(rollups.upto, excluded.upto);
 
 -- name: activity_live
--- description: The counts of the minute still open [from, now), per queue, not stored.
-SELECT queue, sum(s) AS succeeded, sum(f) AS failed_runs, sum(d) AS dead FROM (
-    SELECT queue, 1 AS s, 0 AS f, 0 AS d FROM {schema}.jobs
+-- description: The counts of the minute still open [from, now), per queue and actor, not stored.
+SELECT queue, actor, sum(s) AS succeeded, sum(f) AS failed_runs, sum(d) AS dead FROM (
+    SELECT queue, actor, 1 AS s, 0 AS f, 0 AS d FROM {schema}.jobs
     WHERE state = 'succeeded' AND finished_at >= %(from)s
     UNION ALL
-    SELECT queue, 0, 0, 1 FROM {schema}.jobs WHERE state = 'dead' AND finished_at >= %(from)s
+    SELECT queue, actor, 0, 0, 1 FROM {schema}.jobs WHERE state = 'dead' AND finished_at >= %(from)s
     UNION ALL
-    SELECT j.queue, 0, 1, 0 FROM {schema}.job_errors AS e JOIN {schema}.jobs AS j ON j.id = e.job_id
+    SELECT j.queue, j.actor, 0, 1, 0 FROM {schema}.job_errors AS e JOIN {schema}.jobs AS j ON j.id = e.job_id
     WHERE e.at >= %(from)s
-) AS events GROUP BY queue;
+) AS events GROUP BY queue, actor;
 
 -- name: activity_sample
 -- description: The backlog's age per queue in this minute: the largest sampled.
-INSERT INTO {schema}.queue_minutes (minute, queue, backlog_age)
-SELECT %(minute)s, q, a FROM unnest(%(queues)s::text[], %(ages)s::float8[]) AS t(q, a)
-ON CONFLICT (minute, queue) DO UPDATE
+INSERT INTO {schema}.queue_minutes (minute, queue, actor, backlog_age)
+SELECT %(minute)s, q, '', a FROM unnest(%(queues)s::text[], %(ages)s::float8[]) AS t(q, a)
+ON CONFLICT (minute, queue, actor) DO UPDATE
 SET backlog_age = greatest(queue_minutes.backlog_age, excluded.backlog_age);
 
 -- name: activity_prune
@@ -939,8 +939,8 @@ DELETE FROM {schema}.queue_minutes WHERE minute < %(before)s;
 
 -- name: activity_read
 -- description: The counted minutes since a time, every queue, oldest first.
-SELECT minute, queue, succeeded, failed_runs, dead, backlog_age FROM {schema}.queue_minutes
-WHERE minute >= %(since)s ORDER BY minute, queue;
+SELECT minute, queue, actor, succeeded, failed_runs, dead, backlog_age
+FROM {schema}.queue_minutes WHERE minute >= %(since)s ORDER BY minute, queue, actor;
 
 -- name: job_errors
 -- description: Every failed run of one job, oldest first.

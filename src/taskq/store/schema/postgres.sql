@@ -105,11 +105,12 @@ CREATE TABLE limits (
 CREATE TABLE queue_minutes (
     minute timestamp with time zone NOT NULL,
     queue text NOT NULL,
+    actor text NOT NULL DEFAULT ''::text,
     succeeded bigint NOT NULL DEFAULT 0,
     failed_runs bigint NOT NULL DEFAULT 0,
     dead bigint NOT NULL DEFAULT 0,
     backlog_age double precision,
-    CONSTRAINT queue_minutes_pkey PRIMARY KEY (minute, queue)
+    CONSTRAINT queue_minutes_pkey PRIMARY KEY (minute, queue, actor)
 );
 
 CREATE TABLE queues (

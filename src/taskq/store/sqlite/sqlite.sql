@@ -587,20 +587,20 @@ SELECT count(*) AS n FROM (SELECT 1 FROM jobs WHERE {{job_filter}} LIMIT :cap);
 SELECT upto FROM rollups WHERE name = 'queue_minutes';
 
 -- name: activity_fill
--- description: Count the closed minutes [from, to) per queue (succeeded and dead jobs by finish time, failed runs by job_errors.at) into queue_minutes.
-INSERT INTO queue_minutes (minute, queue, succeeded, failed_runs, dead)
-SELECT minute, queue, sum(s), sum(f), sum(d) FROM (
-    SELECT CAST(finished_at / 60 AS INTEGER) * 60.0 AS minute, queue, 1 AS s, 0 AS f, 0 AS d
+-- description: Count the closed minutes [from, to) per queue and actor (succeeded and dead jobs by finish time, failed runs by job_errors.at) into queue_minutes.
+INSERT INTO queue_minutes (minute, queue, actor, succeeded, failed_runs, dead)
+SELECT minute, queue, actor, sum(s), sum(f), sum(d) FROM (
+    SELECT CAST(finished_at / 60 AS INTEGER) * 60.0 AS minute, queue, actor, 1 AS s, 0 AS f, 0 AS d
     FROM jobs WHERE state = 'succeeded' AND finished_at >= :from AND finished_at < :to
     UNION ALL
-    SELECT CAST(finished_at / 60 AS INTEGER) * 60.0, queue, 0, 0, 1
+    SELECT CAST(finished_at / 60 AS INTEGER) * 60.0, queue, actor, 0, 0, 1
     FROM jobs WHERE state = 'dead' AND finished_at >= :from AND finished_at < :to
     UNION ALL
-    SELECT CAST(e.at / 60 AS INTEGER) * 60.0, j.queue, 0, 1, 0
+    SELECT CAST(e.at / 60 AS INTEGER) * 60.0, j.queue, j.actor, 0, 1, 0
     FROM job_errors AS e JOIN jobs AS j ON j.id = e.job_id
     WHERE e.at >= :from AND e.at < :to
-) AS events WHERE true GROUP BY minute, queue
-ON CONFLICT (minute, queue) DO UPDATE
+) AS events WHERE true GROUP BY minute, queue, actor
+ON CONFLICT (minute, queue, actor) DO UPDATE
 SET succeeded = excluded.succeeded, failed_runs = excluded.failed_runs, dead = excluded.dead;
 
 -- name: activity_mark
@@ -609,22 +609,22 @@ INSERT INTO rollups (name, upto) VALUES ('queue_minutes', :to)
 ON CONFLICT (name) DO UPDATE SET upto = max(rollups.upto, excluded.upto);
 
 -- name: activity_live
--- description: The counts of the minute still open [from, now), per queue, not stored.
-SELECT queue, sum(s) AS succeeded, sum(f) AS failed_runs, sum(d) AS dead FROM (
-    SELECT queue, 1 AS s, 0 AS f, 0 AS d FROM jobs
+-- description: The counts of the minute still open [from, now), per queue and actor, not stored.
+SELECT queue, actor, sum(s) AS succeeded, sum(f) AS failed_runs, sum(d) AS dead FROM (
+    SELECT queue, actor, 1 AS s, 0 AS f, 0 AS d FROM jobs
     WHERE state = 'succeeded' AND finished_at >= :from
     UNION ALL
-    SELECT queue, 0, 0, 1 FROM jobs WHERE state = 'dead' AND finished_at >= :from
+    SELECT queue, actor, 0, 0, 1 FROM jobs WHERE state = 'dead' AND finished_at >= :from
     UNION ALL
-    SELECT j.queue, 0, 1, 0 FROM job_errors AS e JOIN jobs AS j ON j.id = e.job_id
+    SELECT j.queue, j.actor, 0, 1, 0 FROM job_errors AS e JOIN jobs AS j ON j.id = e.job_id
     WHERE e.at >= :from
-) GROUP BY queue;
+) GROUP BY queue, actor;
 
 -- name: activity_sample
 -- description: The backlog's age per queue in this minute: the largest sampled (`ages`: a JSON object queue -> seconds).
-INSERT INTO queue_minutes (minute, queue, backlog_age)
-SELECT :minute, key, value FROM json_each(:ages) WHERE true
-ON CONFLICT (minute, queue) DO UPDATE
+INSERT INTO queue_minutes (minute, queue, actor, backlog_age)
+SELECT :minute, key, '', value FROM json_each(:ages) WHERE true
+ON CONFLICT (minute, queue, actor) DO UPDATE
 SET backlog_age = max(coalesce(queue_minutes.backlog_age, 0), excluded.backlog_age);
 
 -- name: activity_prune
@@ -633,8 +633,8 @@ DELETE FROM queue_minutes WHERE minute < :before;
 
 -- name: activity_read
 -- description: The counted minutes since a time, every queue, oldest first.
-SELECT minute, queue, succeeded, failed_runs, dead, backlog_age FROM queue_minutes
-WHERE minute >= :since ORDER BY minute, queue;
+SELECT minute, queue, actor, succeeded, failed_runs, dead, backlog_age FROM queue_minutes
+WHERE minute >= :since ORDER BY minute, queue, actor;
 
 -- name: job_errors
 -- description: Every failed run of one job, oldest first.

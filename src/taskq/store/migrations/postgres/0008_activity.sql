@@ -1,19 +1,20 @@
 -- taskq 0008: the dashboard's charts over time (docs/operating.md "Charts").
 --
--- Finished jobs per minute and queue, counted once a minute has closed from the indexed
+-- Finished jobs per minute, queue and actor, counted once a minute has closed from the indexed
 -- finish times (succeeded, dead) and failed runs (job_errors.at), and kept two days:
--- a chart of the last day reads at most 1,440 rows a queue, however many jobs the
+-- a chart of the last day reads at most 1,440 rows a queue and actor, however many jobs the
 -- store holds. `rollups` remembers up to which minute they are counted. backlog_age is
 -- the age of the oldest due queued job, the largest sampled in that minute (by the
--- backlog-metrics leader and by an open dashboard).
+-- backlog-metrics leader and by an open dashboard), in the row of actor ''.
 CREATE TABLE queue_minutes (
     minute      timestamptz      NOT NULL,
     queue       text             NOT NULL,
+    actor       text             NOT NULL DEFAULT '',
     succeeded   bigint           NOT NULL DEFAULT 0,
     failed_runs bigint           NOT NULL DEFAULT 0,
     dead        bigint           NOT NULL DEFAULT 0,
     backlog_age double precision,
-    PRIMARY KEY (minute, queue)
+    PRIMARY KEY (minute, queue, actor)
 );
 
 CREATE TABLE rollups (

@@ -3,11 +3,12 @@
 CREATE TABLE queue_minutes (
     minute      REAL    NOT NULL,
     queue       TEXT    NOT NULL,
+    actor       TEXT    NOT NULL DEFAULT '',
     succeeded   INTEGER NOT NULL DEFAULT 0,
     failed_runs INTEGER NOT NULL DEFAULT 0,
     dead        INTEGER NOT NULL DEFAULT 0,
     backlog_age REAL,
-    PRIMARY KEY (minute, queue)
+    PRIMARY KEY (minute, queue, actor)
 );
 
 CREATE TABLE rollups (
