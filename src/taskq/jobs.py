@@ -307,6 +307,15 @@ class WorkerInfo:
     started_at: datetime | None = None
     last_seen_at: datetime | None = None
 
+    def status(self, now: datetime, stale_after: float) -> tuple[str, float | None]:
+        """``("alive" | "stale", seconds since it was last seen)``: stale when not seen
+        for longer than ``stale_after`` (its process is gone or cut off). The one rule of
+        ``taskq workers`` and the dashboard's workers page."""
+        if self.last_seen_at is None:
+            return "stale", None
+        ago = max((now - self.last_seen_at).total_seconds(), 0.0)
+        return ("alive" if ago <= stale_after else "stale"), round(ago, 1)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": str(self.id),

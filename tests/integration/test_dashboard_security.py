@@ -15,14 +15,13 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from starlette.testclient import TestClient
 
 from taskq.client import Client
 from taskq.ids import uuid7
 from taskq.jobs import JobSpec
 from taskq.testing import drain
-from taskq.web import DashboardSettings, create_app
 from tests import dashboard_actors as actors
+from tests.integration.dashboard_support import token_of, web_for
 from tests.integration.procpool_support import capture_taskq_logs, events
 
 TOKEN = "s3cret-token-for-tests-0123456789"
@@ -50,20 +49,6 @@ def dead(client: Client):
     drain(client, registry=actors.registry)
     assert client.get(job_id).state == "dead"
     return job_id
-
-
-def web_for(target, **settings) -> TestClient:
-    settings.setdefault("allowed_hosts", ("testserver",))
-    return TestClient(
-        create_app(DashboardSettings(dsn=target.dsn, schema=target.schema, **settings)),
-        follow_redirects=False,
-    )
-
-
-def token_of(page: str) -> str:
-    match = re.search(r'name="csrf" value="([^"]+)"', page)
-    assert match, "no CSRF field in the page"
-    return match.group(1)
 
 
 # -- 1. reflected XSS: no inline JavaScript, a strict CSP ---------------------------------

@@ -44,7 +44,7 @@ async def test_minutes_are_counted_once_closed_and_the_open_one_live(store, clie
     since = now - timedelta(hours=1)
 
     await insight.record_activity(now=now)  # nothing closed yet since the jobs ran
-    live = await insight.activity(since, now=now)
+    live = await insight.activity(since, now=now, by_actor=True)
     assert totals(live, "default") == (5, 0, 0)
     assert totals(live, "reports") == (0, 2, 1)
     (reports,) = [r for r in live if r.queue == "reports"]
@@ -58,7 +58,15 @@ async def test_minutes_are_counted_once_closed_and_the_open_one_live(store, clie
     counted = await insight.activity(since, now=later)
     assert totals(counted, "default") == (5, 0, 0)
     assert totals(counted, "reports") == (0, 2, 1)
-    assert all(r.minute <= later for r in counted)
+    assert all(r.minute <= later and r.actor == "" for r in counted)
+    by_actor = await insight.activity(since, now=later, by_actor=True)
+    assert {(r.queue, r.actor) for r in by_actor if r.succeeded or r.failed_runs} == {
+        ("default", actors.add.name),
+        ("reports", actors.load_report.name),
+    }
+    quarter = await insight.activity(since, bucket=900, queue="reports", now=later)
+    assert {r.queue for r in quarter} == {"reports"} and totals(quarter, "reports") == (0, 2, 1)
+    assert all(r.minute.timestamp() % 900 == 0 for r in quarter)
 
     two_days = later + timedelta(days=2, minutes=5)  # counted minutes are kept 2 days
     await insight.record_activity(now=two_days)

@@ -27,6 +27,7 @@ from ..kinds import (
     uuid,
 )
 from ..validation import MAX_JSON_DEPTH
+from .output import one_line
 
 
 class _Help(argparse.HelpFormatter):
@@ -55,7 +56,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(exit_codes.USAGE, f"taskq: {message} (see `{self.prog} --help`)\n")
+        self.exit(exit_codes.USAGE, f"taskq: {one_line(message)} (see `{self.prog} --help`)\n")
 
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"

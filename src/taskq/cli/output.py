@@ -36,9 +36,17 @@ def with_client(ns: argparse.Namespace, action: Callable[[AsyncClient], Awaitabl
     return asyncio.run(go())
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: a control character (a newline, a carriage return from a
+    pasted argument, ...) shown as its escape, never acted on by the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 def error(message: object) -> None:
     """The one line a user mistake gets, on stderr (passwords masked: ``redaction``)."""
-    print(f"taskq: {redaction.text(str(message))}", file=sys.stderr)
+    print(f"taskq: {one_line(redaction.text(str(message)) or '')}", file=sys.stderr)
 
 
 def warn(message: object) -> None:

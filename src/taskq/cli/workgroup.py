@@ -89,10 +89,7 @@ def cmd_workers(ns: argparse.Namespace) -> int:
     rows, now = with_client(ns, rows_and_now)
 
     def status(row: Any) -> tuple[str, float | None]:
-        if row.last_seen_at is None:
-            return "stale", None
-        ago = max((now - row.last_seen_at).total_seconds(), 0.0)
-        return ("alive" if ago <= ns.stale_after else "stale"), round(ago, 1)
+        return row.status(now, ns.stale_after)  # type: ignore[no-any-return]
 
     if ns.json:
         out = []

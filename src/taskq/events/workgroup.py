@@ -198,6 +198,6 @@ DASHBOARD_ACTION_REFUSED = _e(
 DASHBOARD_ACTION = _e(
     "dashboard-action",
     INFO,
-    "action who client jobs requested all_dead queue count form",
+    "action who client jobs requested all_dead queue count form filter",
     "an action (retry, cancel, pause, ...) was taken from the dashboard",
 )

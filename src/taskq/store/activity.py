@@ -53,16 +53,21 @@ def minutes(rows: Iterable[Mapping[str, Any]], time: Any) -> list[QueueMinute]:
     ]
 
 
-def open_minute(rows: Iterable[Mapping[str, Any]], minute: datetime) -> list[QueueMinute]:
-    """``activity_live`` rows: the minute still open, per queue."""
-    return [
-        QueueMinute(
+def open_minute(
+    rows: Iterable[Mapping[str, Any]], minute: datetime, *, queue: str | None, by_actor: bool
+) -> list[QueueMinute]:
+    """``activity_live`` rows: the minute still open, per queue (and actor)."""
+    out: dict[tuple[str, str], QueueMinute] = {}
+    for r in rows:
+        if queue is not None and r["queue"] != queue:
+            continue
+        key = (r["queue"], r["actor"] if by_actor else "")
+        seen = out.get(key) or QueueMinute(minute, *key)
+        out[key] = QueueMinute(
             minute,
-            r["queue"],
-            r["actor"],
-            int(r["succeeded"] or 0),
-            int(r["failed_runs"] or 0),
-            int(r["dead"] or 0),
+            *key,
+            seen.succeeded + int(r["succeeded"] or 0),
+            seen.failed_runs + int(r["failed_runs"] or 0),
+            seen.dead + int(r["dead"] or 0),
         )
-        for r in rows
-    ]
+    return list(out.values())

@@ -57,9 +57,18 @@ class Insight(Protocol):
         (store/activity.py), forget those older than it keeps, and sample ``backlog``'s
         ages into the current minute. ``now``: the clock (tests turn it)."""
 
-    async def activity(self, since: datetime, *, now: datetime | None = None) -> list[QueueMinute]:
-        """Per minute and queue since ``since``, oldest first: the counted minutes and the
-        one still open (counted now, not stored)."""
+    async def activity(
+        self,
+        since: datetime,
+        *,
+        bucket: int = 60,
+        queue: str | None = None,
+        by_actor: bool = False,
+        now: datetime | None = None,
+    ) -> list[QueueMinute]:
+        """Since ``since``, oldest first, in buckets of ``bucket`` seconds (a multiple of
+        60), per queue (only ``queue``'s when given) and, ``by_actor``, per actor: the
+        counted minutes, and the one still open (counted now, not stored; last)."""
 
     async def list_workflows(
         self, *, state: str | None = None, limit: int = 50

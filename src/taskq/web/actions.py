@@ -19,9 +19,9 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from ..events import DASHBOARD_ACTION, DASHBOARD_ACTION_REFUSED
-from ..exceptions import TaskqError
+from ..exceptions import ConfigError, TaskqError
 from ..insight import JobFilter
-from ..jobs import CancelResult
+from ..jobs import ALL_STATES, CancelResult
 from ..logs import get_logger
 from ..store import Store
 from ..validation import check_text
@@ -110,6 +110,46 @@ async def _discard_all_dead(store: Store, queue: str | None) -> int:
         total += len(await store.insight.discard_jobs([j.id for j in page]))
 
 
+#: the most jobs one bulk action touches (what /jobs offers to confirm)
+BULK_CAP = 10_000
+#: jobs a bulk action reads and acts on at a time
+BULK_BATCH = 500
+
+
+def _bulk_filter(form: FormData) -> JobFilter:
+    """The /jobs filter a bulk form carries (its search by arguments or meta never)."""
+    values: dict[str, str | None] = {}
+    for field in ("state", "queue", "actor", "tag", "error", "id_prefix"):
+        raw = form.get(field)
+        text = raw.strip() if isinstance(raw, str) else ""
+        values[field] = check_text(text, field) if text else None
+    if values["state"] is not None and values["state"] not in ALL_STATES:
+        raise ConfigError(f"unknown state {values['state']!r:.40}")
+    return JobFilter(**values)
+
+
+async def _bulk(store: Store, filters: JobFilter, action: str, by: str) -> tuple[int, int]:
+    """Retry (dead or cancelled) or cancel (queued or running) every job ``filters``
+    keep, ``BULK_CAP`` at most, newest first, a page at a time: (looked at, changed)."""
+    seen = changed = 0
+    before = None
+    while seen < BULK_CAP:
+        page = await store.insight.browse_jobs(
+            filters, before=before, limit=min(BULK_BATCH, BULK_CAP - seen)
+        )
+        if not page:
+            break
+        ids = [j.id for j in page]
+        seen += len(ids)
+        before = ids[-1]
+        if action == "retry":
+            changed += len(await store.retry_jobs(ids))
+        else:
+            results = await store.request_cancel(ids, by=by)
+            changed += sum(r is not CancelResult.FINISHED for r, _ in results.values())
+    return seen, changed
+
+
 async def act(request: Request) -> Response:
     checked = await _checked(request)
     if isinstance(checked, Response):
@@ -117,6 +157,16 @@ async def act(request: Request) -> Response:
     form, caller = checked
     store: Store = request.app.state.store
     action = request.path_params["action"]
+    if action in ("bulk-retry", "bulk-cancel"):
+        try:
+            filters = _bulk_filter(form)
+        except TaskqError as exc:
+            return _refuse(400, f"{action}: {exc}")
+        kind = action.removeprefix("bulk-")
+        seen, count = await _bulk(store, filters, kind, f"dashboard:{caller}")
+        _log(request, caller, action, filter=str(filters), requested=seen, count=count)
+        verb = "re-queued" if kind == "retry" else "cancelled or being stopped"
+        return _back(form, f"{count} of {seen} matching job(s) {verb}")
     ids = _ids(form)
     every = form.get("all") == "dead"
     queue = form.get("queue") or None

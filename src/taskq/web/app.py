@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 from ..client import AsyncClient
 from ..exceptions import StoreError, TaskqError
 from ..store import Store, create_store
-from . import actions, csrf, pages
+from . import actions, csrf, fleet_pages, pages, queue_pages
 from .auth import Throttle
 from .guard import Guard
 from .render import HERE, Pages
@@ -73,12 +73,15 @@ def create_app(settings: DashboardSettings, *, store: Store | None = None) -> St
                 await app.state.store.close()
 
     routes: list[Route | Mount] = [
-        Route("/", pages.overview),
+        Route("/", queue_pages.overview),
         Route("/jobs", pages.jobs),
         Route("/jobs/{job_id}", pages.job),
         Route("/dead", pages.dead),
-        Route("/workers", pages.workers),
-        Route("/queues", pages.queues),
+        Route("/workers", fleet_pages.workers),
+        Route("/schedules", fleet_pages.schedules),
+        Route("/actors", fleet_pages.actors),
+        Route("/queues", queue_pages.queues),
+        Route("/queues/{name}", queue_pages.queue),
         Route("/workflows", pages.workflows),
         Route("/workflows/{workflow_id}", pages.workflow),
         Route("/actions/{action}", actions.act, methods=["POST"]),

@@ -1,4 +1,7 @@
-"""The dashboard's pages (GET only; nothing here changes anything).
+"""The dashboard's job pages (GET only; nothing here changes anything): jobs and the
+job search, one job, dead letters, workflows; and what every page module shares
+(``render``, ``param``, ``store_of``, ``insight_of``). The queue pages are in
+``queue_pages.py``, the fleet's (workers, schedules, actors) in ``fleet_pages.py``.
 
 Each page renders whole; its live part (``#live``) re-fetches the same URL every few
 seconds with htmx and swaps itself in (``hx-select``), so a page stays current without
@@ -7,7 +10,6 @@ a reload and without a second set of endpoints.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -16,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .. import redaction
-from ..insight import JobFilter, QueueDepth, QueueStatus
+from ..insight import JobFilter
 from ..jobs import ALL_STATES, Job
 from ..store import Insight, Store
 from ..validation import text_problem
@@ -24,21 +26,19 @@ from ..validation import text_problem
 PAGE_SIZE = 50
 #: the longest filter value a page accepts
 MAX_PARAM_CHARS = 200
-#: a workgroup that has not reported for this long is shown as gone
-WORKGROUP_WINDOW = timedelta(minutes=2)
 
 
-def _store(request: Request) -> Store:
+def store_of(request: Request) -> Store:
     store: Store = request.app.state.store
     return store
 
 
-def _insight(request: Request) -> Insight:
+def insight_of(request: Request) -> Insight:
     """The operator's views of the dashboard's store."""
-    return _store(request).insight
+    return store_of(request).insight
 
 
-def _render(request: Request, template: str, **context: Any) -> Response:
+def render(request: Request, template: str, **context: Any) -> Response:
     return request.app.state.pages.render(request, template, **context)  # type: ignore[no-any-return]
 
 
@@ -46,7 +46,7 @@ def bad_request(why: str) -> HTTPException:
     return HTTPException(400, why)
 
 
-def _param(request: Request, name: str) -> str | None:
+def param(request: Request, name: str) -> str | None:
     """A query parameter as a filter: None when empty; 400 for text no store would take
     (a NUL, a lone surrogate) or longer than ``MAX_PARAM_CHARS``."""
     value = request.query_params.get(name, "").strip()
@@ -60,34 +60,24 @@ def _param(request: Request, name: str) -> str | None:
     return value
 
 
-async def overview(request: Request) -> Response:
-    store = _store(request)
-    depths = {d.queue: d for d in await store.insight.queue_backlog()}
-    hour = {
-        a.queue: a
-        for a in await store.insight.queue_activity(datetime.now(UTC) - timedelta(hours=1))
-    }
-    paused = {q.name for q in await store.insight.queue_statuses() if q.paused}
-    names = sorted(set(depths) | set(hour))
-    rows = [{"name": n, "depth": depths.get(n), "hour": hour.get(n)} for n in names]
-    return _render(request, "overview.html", rows=rows, paused=paused, page="overview")
-
-
-def _filters(request: Request) -> JobFilter:
-    state = _param(request, "state")
+def filters_of(request: Request) -> JobFilter:
+    state = param(request, "state")
     if state is not None and state not in ALL_STATES:
         raise bad_request(f"unknown state: use one of {', '.join(ALL_STATES)}")
     return JobFilter(
         state=state,
-        queue=_param(request, "queue"),
-        actor=_param(request, "actor"),
-        tag=_param(request, "tag"),
-        error=_param(request, "error"),
+        queue=param(request, "queue"),
+        actor=param(request, "actor"),
+        tag=param(request, "tag"),
+        error=param(request, "error"),
+        id_prefix=param(request, "id"),
+        args=param(request, "args"),
+        meta=param(request, "meta"),
     )
 
 
 def _cursor(request: Request) -> UUID | None:
-    before = _param(request, "before")
+    before = param(request, "before")
     if before is None:
         return None
     try:
@@ -99,7 +89,7 @@ def _cursor(request: Request) -> UUID | None:
 async def _job_page(request: Request, filters: JobFilter) -> tuple[list[Job], UUID | None]:
     """One page of jobs matching ``filters`` from the request's cursor on, and the cursor
     of the next page (None on the last)."""
-    page = await _insight(request).browse_jobs(
+    page = await insight_of(request).browse_jobs(
         filters, before=_cursor(request), limit=PAGE_SIZE + 1
     )
     more = len(page) > PAGE_SIZE
@@ -107,27 +97,38 @@ async def _job_page(request: Request, filters: JobFilter) -> tuple[list[Job], UU
     return page, page[-1].id if more else None
 
 
+#: the most jobs one bulk action on /jobs touches (its confirmation says when there are more)
+BULK_CAP = 10_000
+#: the filters a bulk action acts on (a search by arguments or meta is not one of them)
+BULK_FIELDS = ("state", "queue", "actor", "tag", "error", "id")
+
+
 async def jobs(request: Request) -> Response:
-    filters = _filters(request)
+    filters = filters_of(request)
     page, next_before = await _job_page(request, filters)
-    return _render(
+    matching = None
+    if request.app.state.settings.allow_actions and not filters.searches:
+        matching = await insight_of(request).count_jobs(filters, cap=BULK_CAP + 1)
+    return render(
         request,
         "jobs.html",
         jobs=page,
         filters=filters,
         states=ALL_STATES,
         next_before=next_before,
+        matching=matching,
+        bulk_cap=BULK_CAP,
         page="jobs",
     )
 
 
 async def dead(request: Request) -> Response:
-    queue = _param(request, "queue")
+    queue = param(request, "queue")
     page, next_before = await _job_page(request, JobFilter(state="dead", queue=queue))
     total = sum(
-        d.dead for d in await _insight(request).queue_backlog() if not queue or d.queue == queue
+        d.dead for d in await insight_of(request).queue_backlog() if not queue or d.queue == queue
     )
-    return _render(
+    return render(
         request,
         "dead.html",
         jobs=page,
@@ -143,10 +144,10 @@ async def job(request: Request) -> Response:
         job_id = UUID(request.path_params["job_id"])
     except ValueError:
         raise HTTPException(404, "not a job id") from None
-    store = _store(request)
+    store = store_of(request)
     found = await store.get_job(job_id)
     if found is None:
-        return _render(request, "missing.html", job_id=job_id, page="jobs", status=404)
+        return render(request, "missing.html", job_id=job_id, page="jobs", status=404)
     meta = found.meta
     args, kwargs, hidden = redaction.arguments(found.args, found.kwargs, meta)
     duration = (
@@ -154,10 +155,12 @@ async def job(request: Request) -> Response:
         if found.finished_at and found.started_at
         else None
     )
-    return _render(
+    workers = {w.id: w for w in await store.insight.list_workers()}
+    return render(
         request,
         "job.html",
         job=found,
+        workers=workers,
         args=args,
         kwargs=kwargs,
         hidden=hidden,
@@ -170,25 +173,6 @@ async def job(request: Request) -> Response:
     )
 
 
-async def workers(request: Request) -> Response:
-    store = _store(request)
-    rows = await store.insight.list_workers()
-    groups = await store.insight.list_workgroups(datetime.now(UTC) - WORKGROUP_WINDOW)
-    return _render(request, "workers.html", workers=rows, workgroups=groups, page="workers")
-
-
-async def queues(request: Request) -> Response:
-    store = _store(request)
-    infos = await store.insight.queue_statuses()
-    known = {q.name for q in infos}
-    recent = await store.insight.queue_activity(datetime.now(UTC) - timedelta(hours=1))
-    infos += [  # queues that only finished jobs lately: listed, so they can be paused
-        QueueStatus(a.queue, QueueDepth(a.queue)) for a in recent if a.queue not in known
-    ]
-    infos.sort(key=lambda q: q.name)
-    return _render(request, "queues.html", queues=infos, page="queues")
-
-
 #: the most steps a workflow's page lists (a run may hold 10,000)
 STEPS_LISTED = 500
 
@@ -196,12 +180,12 @@ STEPS_LISTED = 500
 async def workflows(request: Request) -> Response:
     from ..workflows.model import WorkflowState
 
-    state = _param(request, "state")
+    state = param(request, "state")
     states = [s.value for s in WorkflowState]
     if state is not None and state not in states:
         raise bad_request(f"unknown state: use one of {', '.join(states)}")
-    found = await _insight(request).list_workflows(state=state, limit=PAGE_SIZE)
-    return _render(
+    found = await insight_of(request).list_workflows(state=state, limit=PAGE_SIZE)
+    return render(
         request, "workflows.html", workflows=found, states=states, state=state, page="workflows"
     )
 
@@ -213,9 +197,9 @@ async def workflow(request: Request) -> Response:
         workflow_id = UUID(request.path_params["workflow_id"])
     except ValueError:
         raise HTTPException(404, "not a workflow id") from None
-    found = await _store(request).get_workflow(workflow_id)
+    found = await store_of(request).get_workflow(workflow_id)
     if found is None:
-        return _render(
+        return render(
             request,
             "missing.html",
             what="workflow",
@@ -223,7 +207,7 @@ async def workflow(request: Request) -> Response:
             page="workflows",
             status=404,
         )
-    return _render(
+    return render(
         request,
         "workflow.html",
         wf=found,

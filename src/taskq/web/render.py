@@ -21,6 +21,8 @@ NAV = (
     ("jobs", "Jobs", "/jobs"),
     ("dead", "Dead letters", "/dead"),
     ("queues", "Queues", "/queues"),
+    ("actors", "Actors", "/actors"),
+    ("schedules", "Schedules", "/schedules"),
     ("workflows", "Workflows", "/workflows"),
     ("workers", "Workers", "/workers"),
 )

@@ -107,13 +107,22 @@ class PostgresInsight:
                 },
             )
 
-    async def activity(self, since: datetime, *, now: datetime | None = None) -> list[QueueMinute]:
+    async def activity(
+        self,
+        since: datetime,
+        *,
+        bucket: int = 60,
+        queue: str | None = None,
+        by_actor: bool = False,
+        now: datetime | None = None,
+    ) -> list[QueueMinute]:
         now = now or datetime.now(UTC)
-        counted = minutes(await self._db.fetchall("activity_read", {"since": since}), _utc)
+        params = {"since": since, "bucket": bucket, "queue": queue, "by_actor": by_actor}
+        counted = minutes(await self._db.fetchall("activity_read", params), _utc)
         row = await self._db.fetchone("activity_upto")
         open_from = row["upto"] if row else minute_of(now)
         live = await self._db.fetchall("activity_live", {"from": open_from})
-        return counted + open_minute(live, minute_of(now))
+        return counted + open_minute(live, minute_of(now), queue=queue, by_actor=by_actor)
 
     async def _unprepared(self, name: str, params: dict[str, Any]) -> list[DictRow]:
         """A statement planned with its values every time: psycopg never prepares it,

@@ -938,9 +938,14 @@ SET backlog_age = greatest(queue_minutes.backlog_age, excluded.backlog_age);
 DELETE FROM {schema}.queue_minutes WHERE minute < %(before)s;
 
 -- name: activity_read
--- description: The counted minutes since a time, every queue, oldest first.
-SELECT minute, queue, actor, succeeded, failed_runs, dead, backlog_age
-FROM {schema}.queue_minutes WHERE minute >= %(since)s ORDER BY minute, queue, actor;
+-- description: The counted minutes since a time in buckets of `bucket` seconds, per queue (and actor when by_actor), oldest first.
+SELECT to_timestamp(floor(extract(epoch FROM minute) / %(bucket)s) * %(bucket)s) AS minute,
+       queue, CASE WHEN %(by_actor)s THEN actor ELSE '' END AS actor,
+       sum(succeeded) AS succeeded, sum(failed_runs) AS failed_runs, sum(dead) AS dead,
+       max(backlog_age) AS backlog_age
+FROM {schema}.queue_minutes
+WHERE minute >= %(since)s AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
 
 -- name: job_errors
 -- description: Every failed run of one job, oldest first.

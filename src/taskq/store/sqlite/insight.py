@@ -101,15 +101,24 @@ class SqliteInsight:
                 self._store, "activity_sample", {"minute": ts(minute_of(now)), "ages": ages}
             )
 
-    async def activity(self, since: datetime, *, now: datetime | None = None) -> list[QueueMinute]:
+    async def activity(
+        self,
+        since: datetime,
+        *,
+        bucket: int = 60,
+        queue: str | None = None,
+        by_actor: bool = False,
+        now: datetime | None = None,
+    ) -> list[QueueMinute]:
         now = now or datetime.now(UTC)
-        counted = minutes(await read(self._store, "activity_read", {"since": ts(since)}), dt)
+        params = {"since": ts(since), "bucket": bucket, "queue": queue, "by_actor": by_actor}
+        counted = minutes(await read(self._store, "activity_read", params), dt)
         (row,) = await read(self._store, "activity_upto") or [None]
         current = minute_of(now)
         live = await read(
             self._store, "activity_live", {"from": row["upto"] if row else ts(current)}
         )
-        return counted + open_minute(live, current)
+        return counted + open_minute(live, current, queue=queue, by_actor=by_actor)
 
     async def list_workflows(
         self, *, state: str | None = None, limit: int = 50

@@ -632,9 +632,14 @@ SET backlog_age = max(coalesce(queue_minutes.backlog_age, 0), excluded.backlog_a
 DELETE FROM queue_minutes WHERE minute < :before;
 
 -- name: activity_read
--- description: The counted minutes since a time, every queue, oldest first.
-SELECT minute, queue, actor, succeeded, failed_runs, dead, backlog_age FROM queue_minutes
-WHERE minute >= :since ORDER BY minute, queue, actor;
+-- description: The counted minutes since a time in buckets of `bucket` seconds, per queue (and actor when by_actor), oldest first.
+SELECT CAST(minute / :bucket AS INTEGER) * :bucket AS minute,
+       queue, CASE WHEN :by_actor THEN actor ELSE '' END AS actor,
+       sum(succeeded) AS succeeded, sum(failed_runs) AS failed_runs, sum(dead) AS dead,
+       max(backlog_age) AS backlog_age
+FROM queue_minutes
+WHERE minute >= :since AND (:queue IS NULL OR queue = :queue)
+GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
 
 -- name: job_errors
 -- description: Every failed run of one job, oldest first.
