@@ -2,10 +2,12 @@
 bare ``taskq worker``, evaluating the shipped alert rules (deploy/prometheus/alerts.yml)
 every second, read through its HTTP API. The series are there with the labels the docs
 name, the fleet's backlog comes from one of the two, every rule evaluates without error,
-and a dead letter fires its alert end to end."""
+a dead letter fires its alert end to end, and every query of the Grafana dashboard
+(deploy/grafana/taskq.json) evaluates."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +19,7 @@ from taskq import AsyncClient
 from tests import worker_actors as actors
 from tests.helpers import wait_until
 from tests.prometheus_server import INSTALL, RULES, Prometheus, installed
+from tests.unit.test_grafana_dashboard import DASHBOARD, queries
 from tests.worker_harness import wait_for_states, worker_processes
 from tests.workgroup_harness import workgroup_processes, write_config
 
@@ -146,5 +149,12 @@ async def test_a_real_prometheus_scrapes_a_workgroup_and_a_worker(store, fleet):
         )
         firing = {a["labels"]["alertname"] for a in prometheus.api("alerts")["alerts"]}
         assert "TaskqBacklogMetricsMissing" not in firing
+
+        # every query of the Grafana dashboard is PromQL this Prometheus evaluates
+        document = json.loads(DASHBOARD.read_text())
+        panels = [(w, q) for w, q in queries(document) if w.startswith("panel")]
+        for where, query in panels:
+            expr = query.replace("$__rate_interval", "1m").replace("$queue", ".*")
+            assert prometheus.api("query", query=expr)["resultType"] == "vector", where
     finally:
         prometheus.stop()
