@@ -306,6 +306,10 @@ class WorkerInfo:
     workgroup_instance: UUID | None = None
     started_at: datetime | None = None
     last_seen_at: datetime | None = None
+    #: Postgres: the most it may open (``--max-connections``), and how many it held open
+    #: at its last heartbeat (None on SQLite, and in rows from before migration 0009)
+    max_connections: int | None = None
+    connections: int | None = None
 
     def status(self, now: datetime, stale_after: float) -> tuple[str, float | None]:
         """``("alive" | "stale", seconds since it was last seen)``: stale when not seen
@@ -326,6 +330,8 @@ class WorkerInfo:
             "queues": list(self.queues),
             "started_at": self.started_at.isoformat() if self.started_at else None,
             "last_seen_at": self.last_seen_at.isoformat() if self.last_seen_at else None,
+            "max_connections": self.max_connections,
+            "connections": self.connections,
         }
 
 

@@ -312,6 +312,12 @@ limit_waits = Counter(
     registry=WORKER,
 )
 loop_lag = Gauge("taskq_loop_lag_seconds", "Last measured event-loop lag.", registry=WORKER)
+store_connections = Gauge(
+    "taskq_store_connections",
+    "Postgres connections this worker holds open (pool, claims, LISTEN, heartbeat), as of its "
+    "last heartbeat; at most --max-connections.",
+    registry=WORKER,
+)
 wake_relay_lost = Counter(
     "taskq_wake_relay_lost",
     "Times this workgroup child lost its supervisor's wake-up relay and fell back to polling.",

@@ -82,6 +82,13 @@ def cmd_workgroup(ns: argparse.Namespace) -> int:
     return workgroup.start_main(ns.file)
 
 
+def _connections(now: int | None, most: int | None) -> str:
+    """``3/6``: Postgres connections open at the last heartbeat, of at most; ``-`` unknown."""
+    if most is None:
+        return "-" if now is None else str(now)
+    return f"{'-' if now is None else now}/{most}"
+
+
 def cmd_workers(ns: argparse.Namespace) -> int:
     async def rows_and_now(client: AsyncClient) -> tuple[list[Any], Any]:
         return await client.store.insight.list_workers(), await client.store.now()
@@ -102,12 +109,22 @@ def cmd_workers(ns: argparse.Namespace) -> int:
     for r in rows:
         state, ago = status(r)
         seen = "-" if ago is None else f"{ago:.0f}s ago"
+        conns = _connections(r.connections, r.max_connections)
         table.append(
-            (str(r.id), state, r.worker_label or "-", r.pid, r.hostname, seen, ",".join(r.queues))
+            (
+                str(r.id),
+                state,
+                r.worker_label or "-",
+                r.pid,
+                r.hostname,
+                seen,
+                conns,
+                ",".join(r.queues),
+            )
         )
     print_table(
-        "{:<36}  {:<6} {:<16.16} {:>7} {:<20.20} {:>10}  {}",
-        ("id", "status", "label", "pid", "hostname", "last_seen", "queues"),
+        "{:<36}  {:<6} {:<16.16} {:>7} {:<20.20} {:>10} {:>6}  {}",
+        ("id", "status", "label", "pid", "hostname", "last_seen", "conns", "queues"),
         table,
     )
     return EXIT_OK

@@ -10,22 +10,36 @@ from ..settings import StoreSettings, redact, resolve, sqlite_path
 from .base import Store
 from .insight import Insight
 
+#: a Postgres store's pool, unless told (``taskq worker --max-connections`` tells it)
+POOL_SIZE = 10
+
 if TYPE_CHECKING:
     from .postgres.notices import Notices
 
 
 def create_store(
-    dsn: str | None = None, schema: str | None = None, *, direct_dsn: str | None = None
+    dsn: str | None = None,
+    schema: str | None = None,
+    *,
+    direct_dsn: str | None = None,
+    pool_size: int | None = None,
+    application_name: str | None = None,
 ) -> Store:
-    """Build (not open) the store a DSN names. ``direct_dsn`` (Postgres): a direct
+    """Build (not open) the store a DSN names. Postgres only: ``direct_dsn`` a direct
     connection past a transaction pooler, for LISTEN (default: ``TASKQ_PG_DSN_DIRECT``),
-    used only when the DSN goes through one. Raises InvalidDSN / ConfigError."""
+    used only when the DSN goes through one; ``pool_size`` the most pooled connections
+    (default 10; the claim and LISTEN connections are apart); ``application_name`` as
+    pg_stat_activity shows it (unless the DSN sets one). Raises InvalidDSN / ConfigError."""
     settings: StoreSettings = resolve(dsn, schema)
     if settings.kind == "postgres":
         from .postgres import PostgresStore
 
         return PostgresStore(
-            settings.dsn, schema=settings.schema, direct_dsn=direct_dsn or settings.direct_dsn
+            settings.dsn,
+            schema=settings.schema,
+            direct_dsn=direct_dsn or settings.direct_dsn,
+            max_size=pool_size or POOL_SIZE,
+            application_name=application_name,
         )
     from .sqlite import SqliteStore
 

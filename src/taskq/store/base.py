@@ -63,6 +63,11 @@ class Store(Protocol):
     def insight(self) -> Insight:
         """The operator's views of this store, on its connections (``store/insight.py``)."""
 
+    def open_connections(self) -> int:
+        """The connections this store holds open now (Postgres: its pool, claim and
+        LISTEN connections and the calling threads'; SQLite: its own and the calling
+        threads'), for ``taskq workers`` and ``taskq_store_connections``."""
+
     # -- lifecycle -------------------------------------------------------------------
     async def open(self) -> None:
         """Connect. Raises StoreUnavailable (driver error in __cause__)."""
@@ -203,8 +208,11 @@ class Store(Protocol):
     async def find_worker(self, workgroup_instance: UUID, worker_label: str) -> WorkerInfo | None:
         """Newest row for (instance, label): the workgroup's health check."""
 
-    async def heartbeat(self, worker_id: UUID, lease_seconds: float) -> int:
-        """Touch the worker row and extend the leases of all its running jobs, in one
+    async def heartbeat(
+        self, worker_id: UUID, lease_seconds: float, connections: int | None = None
+    ) -> int:
+        """Touch the worker row (and record ``connections``, the Postgres connections it
+        holds open, when given) and extend the leases of all its running jobs, in one
         round trip. Returns the number of leases extended."""
 
     async def claim(

@@ -141,6 +141,8 @@ class Codec:
             workgroup_instance=self.maybe_uuid(r["workgroup_instance"]),
             started_at=self.maybe_time(r["started_at"]),
             last_seen_at=self.maybe_time(r["last_seen_at"]),
+            max_connections=r["max_connections"],
+            connections=r["connections"],
         )
 
     def schedule(self, r: Row) -> ScheduleInfo:

@@ -51,6 +51,14 @@ def default_concurrency(registry: Registry) -> int:
 #: a worker row (a heartbeat) older than this means its process is gone or hung
 STALE_AFTER = 60.0
 
+#: what one worker's Postgres connections are for (``--max-connections``; docs/worker.md,
+#: "Connections"): the pool gets what the others leave, at least one
+HEARTBEAT_CONNECTIONS = 1  # its own: a busy pool never delays a beat
+CLAIM_CONNECTIONS = 1  # its own: the claim's planner settings, one claim at a time
+LISTEN_CONNECTIONS = 2  # new jobs, cancel requests (none in a relayed workgroup child)
+MIN_CONNECTIONS = HEARTBEAT_CONNECTIONS + CLAIM_CONNECTIONS + LISTEN_CONNECTIONS + 1
+DEFAULT_MAX_CONNECTIONS = 6
+
 _POSITIVE = Seconds(positive=True)
 _SECONDS = Seconds()
 _FOREVER = Seconds(forever=True)
@@ -141,6 +149,13 @@ class WorkerConfig:
     )
     middleware: tuple[str, ...] = option(
         (), References(), "worker middleware, repeatable (also TASKQ_WORKER_MIDDLEWARE)"
+    )
+    max_connections: int = option(
+        DEFAULT_MAX_CONNECTIONS,
+        Integer(minimum=MIN_CONNECTIONS),
+        "the most Postgres connections this worker opens: heartbeat 1, claims 1, LISTEN 2 "
+        "(none in a workgroup child whose supervisor relays it), the rest a pool shared by "
+        "acks and upkeep (docs/worker.md, Connections)",
     )
     dsn: str | None = option(None, Text("DSN"), "the store", flag=False, toml=False)
     schema: str | None = option(None, Text("NAME"), "its schema", flag=False, toml=False)

@@ -16,6 +16,9 @@ are flushed, and the row goes last.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from .. import metrics
 from ..events import WORKER_UNREGISTER_FAILED
 from ..exceptions import StoreError
 from ..jobs import WorkerInfo
@@ -31,8 +34,17 @@ class Heartbeat(Stoppable):
     name = "heartbeat"
     stop_timeout = 10.0  # removing the row through a hanging store
 
-    def __init__(self, store: Store, info: WorkerInfo, *, interval: float, lease: float) -> None:
+    def __init__(
+        self,
+        store: Store,
+        info: WorkerInfo,
+        *,
+        interval: float,
+        lease: float,
+        connections: Callable[[], int | None] = lambda: None,
+    ) -> None:
         self.store = store
+        self._connections = connections  # the worker's open connections now (Postgres)
         self.info = info
         self.interval = interval
         self.lease = lease
@@ -56,7 +68,10 @@ class Heartbeat(Stoppable):
     async def _beat_until_stopped(self) -> None:
         while not self._stopped:
             try:
-                await self.store.heartbeat(self.info.id, self.lease)
+                open_now = self._connections()
+                if open_now is not None:
+                    metrics.store_connections.set(open_now)
+                await self.store.heartbeat(self.info.id, self.lease, open_now)
             except StoreError as exc:
                 if await self._stopped.sleep(self._backoff.failed(exc)):
                     return

@@ -61,7 +61,13 @@ from ..wakeups import Wakeups
 from .acker import Acker
 from .buffer import JobBuffer
 from .cancels import Cancels, CancelWatcher
-from .config import WorkerConfig, default_concurrency
+from .config import (
+    CLAIM_CONNECTIONS,
+    HEARTBEAT_CONNECTIONS,
+    LISTEN_CONNECTIONS,
+    WorkerConfig,
+    default_concurrency,
+)
 from .consumer import Consumer
 from .cpu_runner import CpuRunner
 from .fetcher import Fetcher
@@ -83,6 +89,13 @@ log = get_logger(__name__)
 
 READY_PING_TIMEOUT = 2.0
 MAX_ACK_BACKLOG = 1000
+
+
+def _open_connections(store: Store, hb_store: Store) -> int | None:
+    """The Postgres connections the worker holds open now (None on SQLite)."""
+    if store.kind != "postgres":
+        return None
+    return store.open_connections() + hb_store.open_connections()
 
 
 def _backlog(store: Store, config: WorkerConfig, worker_id: UUID, queues: list[str]) -> list[Part]:
@@ -228,8 +241,12 @@ class Worker:
                 queues=idle,
                 note="jobs there are dead/unknown_actor unless they name one of ours",
             )
-        store = self.store = create_store(config.dsn, config.schema)
-        hb_store = create_store(config.dsn, config.schema)  # the heartbeat's own connection
+        name = f"taskq worker {config.worker_label or self.id}"  # in pg_stat_activity
+        store = self.store = create_store(
+            config.dsn, config.schema, pool_size=self._pool_size(), application_name=name
+        )
+        # the heartbeat's own connection: a busy pool never delays a beat
+        hb_store = create_store(config.dsn, config.schema, pool_size=1, application_name=name)
 
         async def ready() -> None:  # while the fetcher's connections open (Stores.start)
             await store.check_schema()
@@ -238,6 +255,13 @@ class Worker:
         # a relayed child opens no LISTEN connection: it warms nothing up
         stores = Stores([store, hb_store], ready, warm_up=self._wake_fd is None)
         return await self._serve(stores, registry, middleware)
+
+    def _pool_size(self) -> int:
+        """The job store's pool under ``--max-connections`` (docs/worker.md, Connections):
+        what is left after the heartbeat's connection, the claim connection and the two
+        LISTEN connections (none in a workgroup child whose supervisor relays wake-ups)."""
+        listening = 0 if self._wake_fd is not None else LISTEN_CONNECTIONS
+        return self.config.max_connections - HEARTBEAT_CONNECTIONS - CLAIM_CONNECTIONS - listening
 
     async def _check_actor_configs(self, store: Store, registry: Registry) -> None:
         """Record this code's actor options. How a job runs changes with the code (logged
@@ -266,6 +290,7 @@ class Worker:
             queues=self.queues,
             worker_label=config.worker_label,
             workgroup_instance=config.workgroup_instance,
+            max_connections=config.max_connections if store.kind == "postgres" else None,
         )
         threads = ThreadRunner()
         backlog = _backlog(store, config, self.id, self.queues)
@@ -290,7 +315,11 @@ class Worker:
         buffer = JobBuffer(self.concurrency, config.prefetch)
         acker = self.acker = Acker(store, self.id)
         heartbeat = self.heartbeat = Heartbeat(
-            hb_store, info, interval=config.heartbeat_interval, lease=config.lease
+            hb_store,
+            info,
+            interval=config.heartbeat_interval,
+            lease=config.lease,
+            connections=lambda: _open_connections(store, hb_store),
         )
 
         def spawn(index: int, on_success: Callable[[], None]) -> Consumer:

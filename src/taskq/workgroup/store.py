@@ -32,6 +32,8 @@ log = get_logger(__name__)
 STORE_CALL_TIMEOUT = 10.0
 #: while the store cannot be opened, how often the fleet report tries again
 REPORT_REOPEN_INTERVAL = 60.0
+#: the supervisor's own pooled connections: health checks and the fleet reporter
+SUPERVISOR_POOL = 2
 
 
 class SupervisorStore(Stoppable):
@@ -81,7 +83,11 @@ class SupervisorStore(Stoppable):
 
     async def _open(self, *, required: bool) -> None:
         try:
-            store = create_store(*self._settings())
+            dsn, schema = self._settings()
+            # health checks and the fleet reporter share it (docs/worker.md, Connections)
+            store = create_store(
+                dsn, schema, pool_size=SUPERVISOR_POOL, application_name="taskq workgroup"
+            )
             await asyncio.wait_for(store.open(), STORE_CALL_TIMEOUT)
         except (TaskqError, OSError, TimeoutError) as exc:
             message = exc.message if isinstance(exc, TaskqError) else str(exc) or type(exc).__name__

@@ -82,6 +82,9 @@ class Claimer:
             return self._db.conninfo
         return self._db.conninfo_for(self._db.dsn, CLAIM_PLANNER)
 
+    def open_connections(self) -> int:
+        return int(self._conn is not None and not self._conn.closed)
+
     def forget_limits(self) -> None:
         """Look at the limits again at the next claim (they were just changed here)."""
         self._limits_seen.clear()

@@ -128,8 +128,10 @@ class Connections:
         min_size: int,
         max_size: int,
         direct_dsn: str | None = None,
+        application_name: str | None = None,
     ) -> None:
         self.schema = schema
+        self._application_name = application_name or "taskq"
         self.q = queries(schema)
         self._min_size, self.max_size = min_size, max_size
         self.direct_conninfo = self.conninfo_for(direct_dsn) if direct_dsn else None
@@ -157,7 +159,7 @@ class Connections:
             extra = " ".join(f"-c {setting}" for setting in planner)
             params["options"] = f"{params.get('options') or ''} {extra}".strip()
         params.setdefault("connect_timeout", str(int(CONNECT_TIMEOUT)))
-        params.setdefault("application_name", "taskq")
+        params.setdefault("application_name", self._application_name)
         return make_conninfo("", **params)
 
     @property
@@ -284,6 +286,10 @@ class Connections:
         await self.drop_spare()
         return old_pool
 
+    def open_connections(self) -> int:
+        """The pool's connections now (in use, idle, and the producer's kept one)."""
+        return 0 if self.pool is None else int(self.pool.get_stats().get("pool_size", 0))
+
     async def close(self) -> None:
         await self.drop_spare()
         pool, self.pool = self.pool, None
@@ -382,3 +388,9 @@ class Connections:
     async def execute(self, name: str, params: dict[str, Any] | None = None) -> None:
         async with self.connection() as conn:
             await conn.execute(self.q[name], params)
+
+    async def rowcount(self, name: str, params: dict[str, Any] | None = None) -> int:
+        """How many rows the named statement changed."""
+        async with self.connection() as conn:
+            cur = await conn.execute(self.q[name], params)
+            return cur.rowcount

@@ -69,6 +69,7 @@ class HereConnections:
         self._copy_threshold, self._copy_block = copy_threshold, copy_block
         self._slots = threading.BoundedSemaphore(db.max_size)
         self._idle: list[_Kept] = []
+        self._in_use: set[_Kept] = set()  # set.add/discard: atomic, no lock on the write path
         self._lock = threading.Lock()
         self._generation = 0  # replace(): connections of an older one are not kept
 
@@ -82,6 +83,7 @@ class HereConnections:
             )
         try:
             kept = self._take()
+            self._in_use.add(kept)
             ok = False
             try:
                 cursor = kept.cursor
@@ -96,9 +98,14 @@ class HereConnections:
             except psycopg.Error as exc:
                 raise self._db.translate(exc) from exc
             finally:
+                self._in_use.discard(kept)
                 self._give(kept, ok)
         finally:
             self._slots.release()
+
+    def open_connections(self) -> int:
+        """Connections open now: idle and in use."""
+        return len(self._idle) + len(self._in_use)
 
     def _take(self) -> _Kept:
         """The most recently used idle connection the server has not hung up on, else

@@ -27,6 +27,11 @@ class Listener:
         self._waiting: dict[psycopg.AsyncConnection, int] = {}  # connection -> its waiters
         self._lock = asyncio.Lock()
 
+    def open_connections(self) -> int:
+        """Connections open now: the current one, and retired ones still waited on."""
+        conns = set(self._waiting) | ({self._conn} if self._conn is not None else set())
+        return sum(1 for conn in conns if not conn.closed)
+
     async def open(self) -> psycopg.AsyncConnection:
         """The current connection, opened (and LISTENing) if there is none."""
         async with self._lock:

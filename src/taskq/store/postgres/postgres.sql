@@ -326,12 +326,14 @@ SET queue = excluded.queue, max_attempts = excluded.max_attempts,
 -- name: register_worker
 -- description: Insert (or refresh) a worker's row.
 INSERT INTO {schema}.workers (id, workgroup_instance, worker_label, pid, hostname, queues,
-                     started_at, last_seen_at)
+                     started_at, last_seen_at, max_connections)
 VALUES (%(id)s, %(workgroup_instance)s, %(worker_label)s, %(pid)s, %(hostname)s,
-        %(queues)s::text[], coalesce(%(started_at)s::timestamptz, now()), now())
+        %(queues)s::text[], coalesce(%(started_at)s::timestamptz, now()), now(),
+        %(max_connections)s::int)
 ON CONFLICT (id) DO UPDATE
 SET workgroup_instance = excluded.workgroup_instance, worker_label = excluded.worker_label,
     pid = excluded.pid, hostname = excluded.hostname, queues = excluded.queues,
+    max_connections = excluded.max_connections,
     last_seen_at = excluded.last_seen_at;
 
 -- name: unregister_worker
@@ -340,12 +342,14 @@ DELETE FROM {schema}.workers WHERE id = %(id)s;
 
 -- name: list_workers
 -- description: Every worker row, oldest first.
-SELECT id, pid, hostname, queues, worker_label, workgroup_instance, started_at, last_seen_at
+SELECT id, pid, hostname, queues, worker_label, workgroup_instance, started_at, last_seen_at,
+       max_connections, connections
 FROM {schema}.workers ORDER BY started_at, id;
 
 -- name: find_worker
 -- description: The newest row for (workgroup instance, label): the workgroup's health check.
-SELECT id, pid, hostname, queues, worker_label, workgroup_instance, started_at, last_seen_at
+SELECT id, pid, hostname, queues, worker_label, workgroup_instance, started_at, last_seen_at,
+       max_connections, connections
 FROM {schema}.workers
 WHERE workgroup_instance = %(workgroup_instance)s AND worker_label = %(worker_label)s
 ORDER BY last_seen_at DESC
@@ -358,7 +362,9 @@ LIMIT 1;
 -- whatever still runs. Waiting made the heartbeat and complete deadlock: each locks the
 -- worker's running rows, in different orders.
 WITH seen AS (
-    UPDATE {schema}.workers SET last_seen_at = now() WHERE id = %(worker_id)s
+    UPDATE {schema}.workers
+    SET last_seen_at = now(), connections = coalesce(%(connections)s::int, connections)
+    WHERE id = %(worker_id)s
 ), mine AS (
     SELECT id FROM {schema}.jobs
     WHERE worker_id = %(worker_id)s AND state = 'running'

@@ -97,12 +97,18 @@ class PostgresStore(PostgresWorkflows, Upkeep):
         min_size: int = 1,
         max_size: int = 10,
         direct_dsn: str | None = None,
+        application_name: str | None = None,
     ) -> None:
         self.schema = validate_schema(schema)
         self.channel = channel_for(self.schema)
         self.cancel_channel = channel_for(self.schema, "cancel")
         self._db = Connections(
-            dsn, self.schema, min_size=min_size, max_size=max_size, direct_dsn=direct_dsn
+            dsn,
+            self.schema,
+            min_size=min(min_size, max_size),
+            max_size=max_size,
+            direct_dsn=direct_dsn,
+            application_name=application_name,
         )
         self._told_no_listen = False
         self.enqueue_sql = pg_statements(self.schema)  # also run on callers' connections
@@ -121,6 +127,10 @@ class PostgresStore(PostgresWorkflows, Upkeep):
     @property
     def display_dsn(self) -> str:
         return self._db.display_dsn
+
+    def open_connections(self) -> int:
+        parts = (self._db, self._claimer, self._listener, self._cancel_listener, self._here)
+        return sum(part.open_connections() for part in parts)
 
     # -- lifecycle -----------------------------------------------------------------------
     async def open(self) -> None:
@@ -428,6 +438,7 @@ class PostgresStore(PostgresWorkflows, Upkeep):
                     "hostname": info.hostname,
                     "queues": list(info.queues),
                     "started_at": info.started_at,
+                    "max_connections": info.max_connections,
                 },
             )
 
@@ -441,10 +452,11 @@ class PostgresStore(PostgresWorkflows, Upkeep):
         )
         return CODEC.worker(row) if row else None
 
-    async def heartbeat(self, worker_id: UUID, lease_seconds: float) -> int:
-        return await self._db.fetchvalue(
-            "heartbeat", "extended", {"worker_id": worker_id, "lease": float(lease_seconds)}
-        )
+    async def heartbeat(
+        self, worker_id: UUID, lease_seconds: float, connections: int | None = None
+    ) -> int:
+        params = {"worker_id": worker_id, "lease": float(lease_seconds), "connections": connections}
+        return await self._db.fetchvalue("heartbeat", "extended", params)
 
     async def claim(
         self,
@@ -563,15 +575,13 @@ class PostgresStore(PostgresWorkflows, Upkeep):
             for state, before in (("dead", dead_before), ("cancelled", cancelled_before))
             if before is not None
         ]
-        async with self._db.connection() as conn:
-            for name, params in passes:
-                while True:
-                    cur = await conn.execute(self._db.q[name], params)
-                    jobs_deleted += cur.rowcount
-                    if cur.rowcount < batch:
-                        break
-            cur = await conn.execute(self._db.q["prune_workers"], {"before": workers_before})
-            return jobs_deleted, cur.rowcount
+        for name, params in passes:  # each batch on a connection of its own for its time:
+            while True:  # a long prune never holds one of a small pool's connections
+                deleted = await self._db.rowcount(name, params)
+                jobs_deleted += deleted
+                if deleted < batch:
+                    break
+        return jobs_deleted, await self._db.rowcount("prune_workers", {"before": workers_before})
 
     # -- waking --------------------------------------------------------------------------
     def _can_listen(self) -> bool:

@@ -155,6 +155,8 @@ CREATE TABLE workers (
     queues text[] NOT NULL,
     started_at timestamp with time zone NOT NULL DEFAULT now(),
     last_seen_at timestamp with time zone NOT NULL DEFAULT now(),
+    max_connections integer,
+    connections integer,
     CONSTRAINT workers_pkey PRIMARY KEY (id)
 ) WITH (autovacuum_vacuum_scale_factor=0.05, fillfactor=70);
 

@@ -123,7 +123,7 @@ CREATE TABLE workers (
     queues             TEXT    NOT NULL,  -- JSON array of queue names
     started_at         REAL    NOT NULL,
     last_seen_at       REAL    NOT NULL
-);
+, max_connections INTEGER, connections INTEGER);
 
 CREATE TABLE workflow_cascade (
     id TEXT PRIMARY KEY

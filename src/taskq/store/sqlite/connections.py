@@ -159,6 +159,10 @@ class ThreadConnections:
             here.path, here.conn = path, conn
         return cast(sqlite3.Connection, here.conn)
 
+    def open_connections(self) -> int:
+        with self._lock:
+            return len(self._conns)
+
     def close(self) -> None:
         """Close every calling thread's connection (each opens a new one next time)."""
         with self._lock:

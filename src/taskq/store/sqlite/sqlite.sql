@@ -197,12 +197,13 @@ SET queue = excluded.queue, max_attempts = excluded.max_attempts,
 -- name: register_worker
 -- description: Insert (or refresh) a worker's row.
 INSERT INTO workers (id, workgroup_instance, worker_label, pid, hostname, queues,
-                     started_at, last_seen_at)
+                     started_at, last_seen_at, max_connections)
 VALUES (:id, :workgroup_instance, :worker_label, :pid, :hostname, :queues,
-        coalesce(:started_at, :now), :now)
+        coalesce(:started_at, :now), :now, :max_connections)
 ON CONFLICT (id) DO UPDATE
 SET workgroup_instance = excluded.workgroup_instance, worker_label = excluded.worker_label,
     pid = excluded.pid, hostname = excluded.hostname, queues = excluded.queues,
+    max_connections = excluded.max_connections,
     last_seen_at = excluded.last_seen_at;
 
 -- name: unregister_worker
@@ -211,12 +212,14 @@ DELETE FROM workers WHERE id = :id;
 
 -- name: list_workers
 -- description: Every worker row, oldest first.
-SELECT id, pid, hostname, queues, worker_label, workgroup_instance, started_at, last_seen_at
+SELECT id, pid, hostname, queues, worker_label, workgroup_instance, started_at, last_seen_at,
+       max_connections, connections
 FROM workers ORDER BY started_at, id;
 
 -- name: find_worker
 -- description: The newest row for (workgroup instance, label): the workgroup's health check.
-SELECT id, pid, hostname, queues, worker_label, workgroup_instance, started_at, last_seen_at
+SELECT id, pid, hostname, queues, worker_label, workgroup_instance, started_at, last_seen_at,
+       max_connections, connections
 FROM workers
 WHERE workgroup_instance = :workgroup_instance AND worker_label = :worker_label
 ORDER BY last_seen_at DESC
@@ -224,7 +227,8 @@ LIMIT 1;
 
 -- name: touch_worker
 -- description: Heartbeat, part 1: the worker is alive.
-UPDATE workers SET last_seen_at = :now WHERE id = :worker_id;
+UPDATE workers SET last_seen_at = :now, connections = coalesce(:connections, connections)
+WHERE id = :worker_id;
 
 -- name: extend_leases
 -- description: Heartbeat, part 2: extend the leases of the worker's running jobs.

@@ -100,6 +100,9 @@ class SqliteStore(SqliteWorkflows, Upkeep):
         self._here = ThreadConnections(self._connector)
         self.insight = SqliteInsight(self, CODEC)
 
+    def open_connections(self) -> int:
+        return int(self._conn is not None) + self._here.open_connections()
+
     def _set_path(self, path: str) -> None:
         self.path = path
         self.display_dsn = f"sqlite:///{path}"
@@ -394,6 +397,7 @@ class SqliteStore(SqliteWorkflows, Upkeep):
             "hostname": info.hostname,
             "queues": json.dumps(list(info.queues)),
             "started_at": ts(info.started_at),
+            "max_connections": info.max_connections,
             "now": time.time(),
         }
         await self.run(self.write, self.db.execute, Q["register_worker"], params)
@@ -406,13 +410,21 @@ class SqliteStore(SqliteWorkflows, Upkeep):
         row = await self.run(lambda: self.db.execute(Q["find_worker"], params).fetchone())
         return CODEC.worker(row) if row else None
 
-    def _heartbeat(self, worker_id: UUID, lease_seconds: float) -> int:
-        params = {"worker_id": str(worker_id), "now": time.time(), "lease": lease_seconds}
+    def _heartbeat(self, worker_id: UUID, lease_seconds: float, connections: int | None) -> int:
+        params = {
+            "worker_id": str(worker_id),
+            "now": time.time(),
+            "lease": lease_seconds,
+            "connections": connections,
+        }
         self.db.execute(Q["touch_worker"], params)
         return self.db.execute(Q["extend_leases"], params).rowcount
 
-    async def heartbeat(self, worker_id: UUID, lease_seconds: float) -> int:
-        return await self.run(self.write, self._heartbeat, worker_id, float(lease_seconds))
+    async def heartbeat(
+        self, worker_id: UUID, lease_seconds: float, connections: int | None = None
+    ) -> int:
+        lease = float(lease_seconds)
+        return await self.run(self.write, self._heartbeat, worker_id, lease, connections)
 
     def _claim(self, params: dict[str, Any]) -> tuple[list[Any], dict[tuple[str, str], int]]:
         version, _ = self._marker()  # before the claim: later commits wake wait_for_jobs
