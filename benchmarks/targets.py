@@ -244,6 +244,23 @@ def _workflows(cases: dict) -> list[dict]:
     ]
 
 
+def _mixed(cases: dict) -> dict:
+    """Issue 24: I/O jobs keep flowing while the pool is saturated (p50 within 2x)."""
+    target = "mixed work: I/O job latency p50 with the CPU pool saturated <= 2x idle"
+    runs = _runs(cases, "mixed")
+    value = _value(cases, "mixed", "taskq", "p50_ratio")
+    if value is None:
+        return _check(target, None, bool, "")
+    drained = [r for r in runs if r["backlog_left_after_io"] <= 0]
+    short = "the backlog ran out before the I/O jobs did" if drained else ""
+    if any(r["io_jobs"] < cpu.MIXED_IO_JOBS for r in runs):
+        short = f"fewer than {cpu.MIXED_IO_JOBS} I/O jobs"
+    idle = _value(cases, "mixed", "taskq", "idle.p50_ms")
+    busy = _value(cases, "mixed", "taskq", "busy.p50_ms")
+    info = f"{busy:.2f} ms vs {idle:.2f} ms" if idle and busy else ""
+    return _check(target, value, lambda v: v <= 2.0, "{:.2f}x", info=info, short_of=short)
+
+
 def evaluate(cases: dict, derived: dict) -> list[dict]:
     return [
         _drain(
@@ -304,4 +321,5 @@ def evaluate(cases: dict, derived: dict) -> list[dict]:
         *_soak(cases),
         *_cpu(cases),
         *_workflows(cases),
+        _mixed(cases),
     ]

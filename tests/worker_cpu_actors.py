@@ -4,6 +4,7 @@ so the other worker tests do not start a process pool)."""
 from __future__ import annotations
 
 import os
+import time
 
 from taskq import Registry, RetryBackoff
 from tests.worker_actors import record
@@ -35,6 +36,15 @@ def cpu_exit_once(key: str) -> None:
 def cpu_raises(key: str) -> None:
     record("run", key)
     raise KeyError(key)
+
+
+@registry.actor(cpu_bound=True, idempotent=True)
+def cpu_hold(release: str) -> str:
+    """Keep a pool process busy until the file ``release`` exists (at most 60 s)."""
+    deadline = time.monotonic() + 60.0
+    while not os.path.exists(release) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return release
 
 
 @registry.actor

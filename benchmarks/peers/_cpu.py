@@ -149,4 +149,6 @@ def drain_by_lines(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--work-ms", type=float, default=2.0, help="cpu_drain: CPU per job")
+    parser.add_argument("--work-ms", type=float, default=2.0, help="CPU per CPU-bound job")
+    parser.add_argument("--backlog", type=int, default=4000, help="mixed: CPU jobs queued")
+    parser.add_argument("--io-ms", type=float, default=5.0, help="mixed: an I/O job's sleep")

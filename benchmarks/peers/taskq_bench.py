@@ -510,6 +510,7 @@ def main() -> None:
             "sync_enqueue",
             "wf_fanin",
             "wf_enqueue",
+            "mixed",
         ]
     )
     _cpu.add_arguments(parser)
@@ -550,6 +551,7 @@ def main() -> None:
             "cpu_drain": taskq_cpu.cpu_drain,
             "wf_fanin": taskq_workflows.fanin,
             "wf_enqueue": taskq_workflows.wf_enqueue,
+            "mixed": taskq_cpu.mixed,
         },
     )
 

@@ -1,15 +1,18 @@
-"""(j) CPU-bound work (issue 24): 3,000 queued jobs of ~2 ms of CPU, and of ~0.1 ms, drained
-by one worker at its defaults (taskq: the ``cpu_bound`` actor's process pool of
+"""(j) CPU-bound work and (k) mixed work (issue 24): 3,000 queued jobs of ~2 ms of CPU, and
+of ~0.1 ms, drained by one worker at its defaults (taskq: the ``cpu_bound`` actor's process pool of
 ``os.cpu_count()`` processes; Celery: prefork at its default concurrency), beside the
 ceiling: a bare ``ProcessPoolExecutor(os.cpu_count())`` mapping the same function. The job
 body is ``peers/_cpu.py``'s ``burn``: a pure-Python loop, and one line a job to count it
-(the jobs run in several processes)."""
+(the jobs run in several processes). Mixed work: one taskq worker with an async I/O
+actor and a ``cpu_bound`` one; I/O jobs (5 ms of sleep) 20 ms apart, enqueue -> start
+latency to the idle worker, then again while a backlog of CPU jobs saturates the pool."""
 
 from __future__ import annotations
 
 from .base import Case, Metric
 
 TARGET_JOBS = 3000
+MIXED_IO_JOBS = 200
 PEERS = ("celery", "executor")
 
 
@@ -37,4 +40,25 @@ def _case(id: str, work_ms: float, what: str) -> Case:
     )
 
 
-CASES = (_case("cpu_drain", 2.0, "3,000 x 2 ms"), _case("cpu_drain_short", 0.1, "3,000 x 0.1 ms"))
+CASES = (
+    _case("cpu_drain", 2.0, "3,000 x 2 ms"),
+    _case("cpu_drain_short", 0.1, "3,000 x 0.1 ms"),
+    Case(
+        id="mixed",
+        family="mixed",
+        title="(k) mixed work: I/O job latency with and without a CPU backlog",
+        script_scenario="mixed",
+        subject="taskq",
+        peers=(),
+        full={"n": MIXED_IO_JOBS, "interval": 0.02, "backlog": 4000, "work_ms": 2.0, "io_ms": 5.0},
+        quick={"n": 30, "interval": 0.02, "backlog": 600, "work_ms": 2.0, "io_ms": 5.0},
+        metrics=(
+            Metric("idle.p50_ms", "mixed: I/O latency p50, idle worker", "ms", False, 2),
+            Metric("busy.p50_ms", "mixed: I/O latency p50, pool saturated", "ms", False, 2),
+            Metric("idle.p99_ms", "mixed: I/O latency p99, idle worker", "ms", False, 2),
+            Metric("busy.p99_ms", "mixed: I/O latency p99, pool saturated", "ms", False, 2),
+            Metric("p50_ratio", "mixed: I/O p50 saturated / idle", "x", False, 2),
+            Metric("backlog_left_after_io", "mixed: CPU jobs still queued after", "jobs"),
+        ),
+    ),
+)

@@ -90,8 +90,8 @@ def test_quick_taskq_bench_writes_results(pg_dsn: str, tmp_path: Path) -> None:
 def test_quick_cpu_drains_beside_the_bare_executor(pg_dsn: str, tmp_path: Path) -> None:
     """The CPU-bound cases (issue 24) run taskq's cpu_bound actor and the bare
     ProcessPoolExecutor (no venv: offline) and report the figures the targets need."""
-    results, stdout = quick_run(pg_dsn, tmp_path, "cpu", only="taskq,executor")
-    assert set(results["cases"]) == {"cpu_drain", "cpu_drain_short"}
+    results, stdout = quick_run(pg_dsn, tmp_path, "cpu,mixed", only="taskq,executor")
+    assert set(results["cases"]) == {"cpu_drain", "cpu_drain_short", "mixed"}
     for case in ("cpu_drain", "cpu_drain_short"):
         params = results["cases"][case]["params"]
         for system in ("taskq", "executor"):
@@ -106,6 +106,12 @@ def test_quick_cpu_drains_beside_the_bare_executor(pg_dsn: str, tmp_path: Path) 
     for t in cpu_targets:  # a quick run is smaller than the targets' 3,000 jobs
         assert t["met"] is None
     assert "CPU drain 3,000 x 2 ms" in stdout
+    # mixed work: the I/O jobs' latency idle and with the pool saturated, reported
+    mixed = only_run(results, "mixed")
+    assert mixed["idle"]["samples"] == mixed["busy"]["samples"] == mixed["io_jobs"]
+    assert mixed["p50_ratio"] > 0 and mixed["backlog"] > 0
+    (mixed_target,) = [t for n, t in listed.items() if n.startswith("mixed work")]
+    assert mixed_target["met"] is None and "not judged" in mixed_target["value"]
 
 
 @pytest.mark.timeout(300)

@@ -7,7 +7,10 @@ causes and the bystanders' clean records.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from taskq import AsyncClient
+from tests import worker_cpu_actors as mixed
 from tests.integration import procpool_actors as actors
 from tests.integration.procpool_support import assert_no_process_left
 from tests.worker_harness import running_worker, wait_for_states
@@ -66,4 +69,29 @@ async def test_an_oversized_cpu_result_is_dropped_and_the_job_is_not_re_run(targ
     assert by_id[big].last_error.startswith("result dropped: ")
     assert "over the limit of 4096" in by_id[big].last_error, by_id[big].last_error
     assert by_id[small].state == "succeeded" and len(by_id[small].result) == 100
+    assert_no_process_left()
+
+
+async def test_io_jobs_pass_a_cpu_backlog_that_saturates_the_pool(target, store, tmp_path: Path):
+    """Mixed work: a worker with cpu_bound and async actors. Twenty held cpu jobs queued
+    first, an async job after them: the async job runs while the backlog still waits (the
+    cpu jobs take a share of the consumers, not all ten; claims leave the cpu actors out
+    while the pool is saturated), then the backlog runs once released."""
+    release = tmp_path / "release"
+    async with AsyncClient(store=store) as client:
+        backlog = await client.enqueue_many(
+            mixed.cpu_hold, [((str(release),), {}) for _ in range(20)]
+        )
+        io_job = await client.enqueue(mixed.ping, "through")
+        async with running_worker(
+            target, actors="tests.worker_cpu_actors:registry", cpu_workers=2, max_concurrency=10
+        ):
+            [done] = await wait_for_states(store, [io_job], {"succeeded"}, timeout=60)
+            assert done.result == "through"
+            states = [(await client.get(job_id)).state for job_id in backlog]
+            assert states.count("queued") >= 20 - 6, states  # at most the share was claimed
+            assert "succeeded" not in states  # all held: the async job went past them
+            release.touch()
+            finished = await wait_for_states(store, backlog, {"succeeded"}, timeout=60)
+    assert all(job.attempts == 1 and job.crash_count == 0 for job in finished)
     assert_no_process_left()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from taskq.worker.buffer import FAST_JOB, JobBuffer
+from taskq.worker.buffer import FAST_JOB, CpuShare, JobBuffer
 from tests.helpers import claimed_job as job
 
 
@@ -43,3 +43,38 @@ def test_drain_takes_the_unstarted_jobs_and_frees_their_slots():
     assert buffer.free == 0
     assert buffer.drain() == jobs
     assert buffer.free == 4 and buffer.in_flight == 0
+
+
+def test_the_cpu_share_counts_cpu_jobs_in_and_out_and_nudges_at_its_low_mark():
+    """Two pool processes, ten consumers: at most six cpu jobs (3 a process); above four
+    (running and piped) claims leave the cpu actors out; falling to four nudges the
+    fetcher. Jobs of other actors do not count; given-back jobs leave the share too."""
+    nudges: list[int] = []
+    share = CpuShare(frozenset({"burn"}), processes=2, consumers=10)
+    share.on_room = lambda: nudges.append(share.in_flight)
+    buffer = JobBuffer(10, cpu=share)
+    cpu = [job(actor="burn") for _ in range(6)]
+    other = [job(actor="ping") for _ in range(2)]
+    assert share.room(10) == 6 and not share.full
+    buffer.put_many([*cpu, *other])
+    assert share.in_flight == 6 and share.full and share.room(2) == 0
+    buffer.done(0.01, other[0])
+    assert share.in_flight == 6 and nudges == []
+    buffer.done(0.01, cpu[0])
+    assert share.full and nudges == []  # five: still above the low mark
+    buffer.done(0.01, cpu[1])
+    assert not share.full and nudges == [4] and share.room(10) == 2
+
+    unstarted = CpuShare(frozenset({"burn"}), processes=2, consumers=10)
+    buffer = JobBuffer(10, cpu=unstarted)
+    claimed = [job(actor="burn"), job(actor="ping"), job(actor="burn")]
+    buffer.put_many(claimed)
+    assert unstarted.in_flight == 2
+    assert buffer.drain() == claimed  # a stopping fetcher gives them back: they leave too
+    assert unstarted.in_flight == 0
+
+
+def test_the_cpu_share_never_takes_more_than_about_half_the_consumers():
+    share = CpuShare(frozenset({"burn"}), processes=8, consumers=10)
+    assert share.high == 6 and share.low == 5
+    assert CpuShare(frozenset({"burn"}), processes=1, consumers=1).high == 1

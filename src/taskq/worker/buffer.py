@@ -13,21 +13,66 @@ than it can start soon. ``prefetch`` says how many may wait beyond the free cons
 * ``N``: always allow N.
 
 ``in_flight`` counts jobs claimed and not yet finished (buffered + running).
+
+``CpuShare`` bounds the jobs of ``cpu_bound`` actors among them in a worker that also
+runs other actors: a pool of N processes runs N and holds N more in their pipes
+(procpool's pipelining), so more than ``CPU_SHARE`` x N claimed would only hold consumers
+(and leases) that the other actors' jobs need while the pool is saturated. Above
+``CPU_LOW`` x N (running and piped) the fetcher leaves the cpu actors out of its claims,
+so a claim woken by the other actors' new jobs finds them behind a cpu backlog; when the
+pool has worked its jobs down to that mark it is nudged to claim again, up to the share
+(``CPU_SHARE`` x N, and never more than half the consumers plus one: a worker with many
+pool processes and a few consumers needs ``--max-concurrency`` raised to feed them; a
+worker of cpu actors only has no share: every consumer may hold one).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from ..jobs import ClaimedJob
 
 FAST_JOB = 0.005  # seconds: average run time under which adaptive prefetch opens
 _SMOOTHING = 0.2  # weight of the newest duration in the moving average
+CPU_SHARE = 3  # x pool processes: cpu jobs claimed at most (running, piped, waiting)
+CPU_LOW = 2  # x pool processes: claim cpu jobs again at this many (running and piped)
+
+
+class CpuShare:
+    """How many claimed jobs are of ``cpu_bound`` actors, against the pool's marks."""
+
+    def __init__(self, actors: frozenset[str], processes: int, consumers: int) -> None:
+        self.actors = actors
+        # never more than about half the consumers: the others are the other actors'
+        self.high = max(1, min(CPU_SHARE * processes, consumers // 2 + 1))
+        self.low = min(CPU_LOW * processes, self.high - 1)
+        self.in_flight = 0
+        self.on_room: Callable[[], None] | None = None  # the fetcher's nudge
+
+    @property
+    def full(self) -> bool:
+        """Above the low mark: the pool runs and pipes a job per process already; claims
+        leave the cpu actors out (a nudge at the low mark claims them again)."""
+        return self.in_flight > self.low
+
+    def room(self, free: int) -> int:
+        """How many jobs one claim may take while the cpu actors are claimable."""
+        return min(free, self.high - self.in_flight)
+
+    def left(self, count: int) -> None:
+        before = self.in_flight
+        self.in_flight -= count
+        if before > self.low >= self.in_flight and self.on_room is not None:
+            self.on_room()
 
 
 class JobBuffer:
-    def __init__(self, consumers: int, prefetch: int | None = 0) -> None:
+    def __init__(
+        self, consumers: int, prefetch: int | None = 0, cpu: CpuShare | None = None
+    ) -> None:
         self.consumers = consumers
+        self.cpu = cpu
         self._prefetch = None if prefetch is None else max(prefetch, 0)
         self.average_duration: float | None = None
         self.in_flight = 0
@@ -61,11 +106,14 @@ class JobBuffer:
         for job in jobs:
             put(job)
         self.in_flight += len(jobs)
+        cpu = self.cpu
+        if cpu is not None:
+            cpu.in_flight += sum(1 for job in jobs if job.actor in cpu.actors)
         if self.free <= 0:
             self._room.clear()
 
-    def done(self, duration: float | None = None) -> None:
-        """A job left the worker (finished after ``duration`` seconds, or given back)."""
+    def done(self, duration: float | None = None, job: ClaimedJob | None = None) -> None:
+        """``job`` left the worker (finished after ``duration`` seconds, or given back)."""
         if duration is not None:
             average = self.average_duration
             self.average_duration = (
@@ -74,6 +122,9 @@ class JobBuffer:
         self.in_flight -= 1
         if self.free > 0:
             self._room.set()
+        cpu = self.cpu
+        if cpu is not None and job is not None and job.actor in cpu.actors:
+            cpu.left(1)
 
     async def wait_for_room(self) -> None:
         await self._room.wait()
@@ -86,4 +137,6 @@ class JobBuffer:
         self.in_flight -= len(jobs)
         if self.free > 0:
             self._room.set()
+        if self.cpu is not None:
+            self.cpu.left(sum(1 for job in jobs if job.actor in self.cpu.actors))
         return jobs

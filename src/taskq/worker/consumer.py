@@ -72,7 +72,7 @@ class Consumer:
                 else:
                     acker.add(outcome)
                 self.held = None
-                buffer.done(duration)
+                buffer.done(duration, job)
                 if self._on_success is not None:
                     self._on_success()
                     self._on_success = None  # only the first job resets the backoff
@@ -89,4 +89,4 @@ class Consumer:
             self._acker.add(self._outcome)
         else:
             self._acker.give_back([job])
-        self._buffer.done()
+        self._buffer.done(job=job)

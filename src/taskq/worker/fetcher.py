@@ -7,6 +7,12 @@ as there is room. A short batch means the queue is drained: wait for
 the supervisor's relay, ``worker/relay.py``) or ``poll_interval``, whichever comes first
 (delayed jobs and retries become due without a notification).
 
+In a worker whose actors are not all ``cpu_bound``, the cpu jobs are bounded among the
+claimed ones (``buffer.CpuShare``): at its mark the cpu actors are left out of the claims,
+so the other actors' jobs still find consumers while the pool is saturated; when the pool
+has worked its share down, a nudge ends the fetcher's wait for new jobs and it claims
+again.
+
 The fetcher is the first part to stop. It is not cancelled in the middle of a claim (a
 claim that committed but was never received would leave jobs running under this worker
 until their lease expires): ``stop`` wakes it and it ends after the call in hand, or is
@@ -68,6 +74,9 @@ class Fetcher(Stoppable):
         self._can_claim = can_claim
         self._stopped = StopSignal()
         self._waiting: asyncio.Task[Any] | None = None  # this part's task, while it waits
+        self._nudged = asyncio.Event()  # the pool has room for cpu jobs again
+        if buffer.cpu is not None:
+            buffer.cpu.on_room = self._nudged.set
         self._backoff = StoreBackoff("fetcher")
         self.claims = 0
         self.stop_timeout = max(lease, 5.0)
@@ -98,6 +107,7 @@ class Fetcher(Stoppable):
 
     async def _claim_until_stopped(self) -> None:
         buffer = self._buffer
+        cpu = buffer.cpu
         woken = False  # just back from waiting for jobs: every consumer is idle
         while not self._stopped:
             if buffer.free <= 0:
@@ -109,9 +119,15 @@ class Fetcher(Stoppable):
             if not woken:
                 await asyncio.sleep(0)  # let consumers that are finishing right now free slots
             limit = min(buffer.free, MAX_BATCH)
+            excluded = self._excluded_actors()
+            if cpu is not None:
+                if cpu.full:
+                    excluded = [*excluded, *cpu.actors]
+                else:
+                    limit = cpu.room(limit)
             try:
                 claim = await self._store.claim(
-                    self._worker_id, self._queues, limit, self._lease, self._excluded_actors()
+                    self._worker_id, self._queues, limit, self._lease, excluded
                 )
             except StoreError as exc:
                 await self._until(asyncio.sleep(self._backoff.failed(exc)))
@@ -131,13 +147,30 @@ class Fetcher(Stoppable):
                 await self._wait_for_jobs()
 
     async def _wait_for_jobs(self) -> None:
+        waiting = self._wakeups.wait_for_jobs(self._queues, self._poll_interval)
         try:
             await self._until(
-                self._wakeups.wait_for_jobs(self._queues, self._poll_interval),
+                waiting if self._buffer.cpu is None else self._jobs_or_room(waiting),
                 timeout=self._poll_interval + 1.0,
             )
         except StoreError as exc:
             await self._until(asyncio.sleep(self._backoff.failed(exc)))
+
+    async def _jobs_or_room(self, waiting: Coroutine[Any, Any, Any]) -> None:
+        """Until new jobs (``waiting``) or the pool's room for cpu jobs (a nudge: the
+        claims left them out), whichever comes first. Both tasks end here."""
+        self._nudged.clear()
+        jobs = asyncio.ensure_future(waiting)
+        room = asyncio.ensure_future(self._nudged.wait())
+        try:
+            await asyncio.wait((jobs, room), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (jobs, room):
+                task.cancel()
+            await asyncio.gather(jobs, room, return_exceptions=True)
+        failed = jobs.exception() if jobs.done() and not jobs.cancelled() else None
+        if failed is not None:
+            raise failed  # a StoreError: the caller backs off
 
     async def _until(
         self, awaitable: Coroutine[Any, Any, Any], timeout: float | None = None

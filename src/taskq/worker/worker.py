@@ -59,7 +59,7 @@ from ..store import Store, create_store
 from ..store.drift import routing_refusal
 from ..wakeups import Wakeups
 from .acker import Acker
-from .buffer import JobBuffer
+from .buffer import CpuShare, JobBuffer
 from .cancels import Cancels, CancelWatcher
 from .config import (
     CLAIM_CONNECTIONS,
@@ -294,9 +294,10 @@ class Worker:
         )
         threads = ThreadRunner()
         backlog = _backlog(store, config, self.id, self.queues)
-        cpu = CpuRunner(  # a pool only where a consumed queue has a cpu_bound actor
-            config, needed=any(a.cpu_bound and a.queue in self.queues for a in registry)
-        )
+        consumed = [a for a in registry if a.queue in self.queues]
+        cpu_actors = frozenset(a.name for a in consumed if a.cpu_bound)
+        # a pool only where a consumed queue has a cpu_bound actor
+        cpu = CpuRunner(config, needed=bool(cpu_actors))
         cancels = Cancels()
         relay = [] if self._wake_fd is None else [RelayedWakeups(self._wake_fd)]
         wakeups: Wakeups = relay[0] if relay else store
@@ -312,7 +313,11 @@ class Worker:
             in_thread=chain.in_thread if chain.has_thread_hooks else None,
             upstream=store.upstream_results,
         )
-        buffer = JobBuffer(self.concurrency, config.prefetch)
+        share = None
+        if cpu_actors and len(cpu_actors) < len(consumed):  # cpu and other actors: a share
+            processes = config.cpu_workers or os.cpu_count() or 1
+            share = CpuShare(cpu_actors, processes, self.concurrency)
+        buffer = JobBuffer(self.concurrency, config.prefetch, share)
         acker = self.acker = Acker(store, self.id)
         heartbeat = self.heartbeat = Heartbeat(
             hb_store,
