@@ -169,6 +169,7 @@ def test_a_direct_dsn_that_is_not_the_children_s_database_directly_is_refused_at
     for direct, says in (
         (other_database, "reaches database 'postgres'"),
         (pgbouncer_dsn, "goes through a connection pooler"),
+        ("postgresql://taskq@127.0.0.1/app?bogus=1", "invalid DSN"),
     ):
         env = {**target.env, "TASKQ_PG_DSN_DIRECT": direct}
         proc = run_cli("workgroup", "start", str(config), env=env, timeout=60)

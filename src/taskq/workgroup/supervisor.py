@@ -303,5 +303,6 @@ class Supervisor:
         except (StoreUnavailable, TimeoutError):
             pass
         except TaskqError as exc:
-            raise WorkgroupStartError(exc.message) from None
+            said = exc.message if HEALTH_DSN_ENV in exc.message else f"{HEALTH_DSN_ENV}: {exc}"
+            raise WorkgroupStartError(said) from None
         return WakeRelay(notices)
