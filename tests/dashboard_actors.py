@@ -37,3 +37,9 @@ def flaky_once() -> str:
         open(marker, "w").close()
         raise RuntimeError("first run fails")
     return "ok"
+
+
+@registry.periodic("0 3 * * *", name="nightly-cleanup", missed="run_once")
+@registry.actor(queue="default")
+def nightly_cleanup() -> None:
+    """A periodic job (the schedules page shows it): 03:00 UTC, does nothing."""

@@ -118,8 +118,48 @@ def test_every_page_then_retry_a_dead_job_and_pause_a_queue(browser, site, shots
         page.screenshot(path=str(shots / "dashboard-job.png"), full_page=True)
 
         page.goto(url + "/workers")
-        page.wait_for_selector('tr[data-worker="browser-test"]')
+        page.wait_for_selector('tr[data-worker="browser-test"][data-status="alive"]')
         page.screenshot(path=str(shots / "dashboard-workers.png"), full_page=True)
+
+        # the pages operators look for: a queue's charts, actors, schedules, the search
+        page.goto(url + "/queues/reports")
+        page.wait_for_selector("#chart-hour rect.bar-dead")
+        page.wait_for_selector('#queue-actors tr[data-actor="load_report"]')
+        page.screenshot(path=str(shots / "dashboard-queue.png"), full_page=True)
+        page.goto(url + "/actors")
+        page.wait_for_selector('tr[data-actor="load_report"]')
+        page.screenshot(path=str(shots / "dashboard-actors.png"), full_page=True)
+        page.goto(url + "/schedules")
+        page.wait_for_selector('tr[data-schedule="nightly-cleanup"]')
+        assert (
+            page.inner_text('tr[data-schedule="nightly-cleanup"] td[data-col="missed"]')
+            == "run_once"
+        )
+        page.screenshot(path=str(shots / "dashboard-schedules.png"), full_page=True)
+        page.goto(url + "/workflows")
+        page.wait_for_selector("#workflows")
+        page.goto(url + "/jobs")
+        page.fill('input[name="args"]', '["/srv/reports/q3.csv"]')
+        page.click("form.filters button[type=submit]")
+        page.wait_for_selector(f'tr[data-job="{ids["report"]}"]')
+        assert page.locator("tr[data-job]").count() == 1
+        # a whole id, copied with a click (dashboard.js; the page's CSP allows no inline script)
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url)
+        page.click(f'tr[data-job="{ids["report"]}"] button.copy')
+        page.wait_for_selector(f'tr[data-job="{ids["report"]}"] button.copy.copied')
+        # a bulk action asks first, with the count of what the filter matches
+        dialogs: list[str] = []
+
+        def dismiss(dialog) -> None:  # type: ignore[no-untyped-def]
+            dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        page.on("dialog", dismiss)
+        page.goto(url + "/jobs?state=dead")
+        page.click("#bulk-retry")
+        wait_until(lambda: dialogs or page.wait_for_timeout(50), timeout=10, what="the confirm")
+        assert dialogs[0].startswith("Retry every dead or cancelled job of the 2 matching")
+        page.remove_listener("dialog", dismiss)
 
         # a dead job: retry it with a click and watch it run, without reloading
         page.goto(url + "/dead")

@@ -67,7 +67,7 @@ async def test_schedules_and_actors(target, store, ran) -> None:
         "actor": "add",
         "cron": "0 3 * * *",
         "timezone": "UTC",
-        "missed": "once",
+        "missed": "run_once",
     }
     await store.record_schedules([schedule], now)
     config = ActorConfig("load_report", "reports", 2, 2, True, False, 30.0)
@@ -76,7 +76,7 @@ async def test_schedules_and_actors(target, store, ran) -> None:
     with web_for(target) as web:
         schedules = web.get("/schedules").text
         row = schedules.split('data-schedule="nightly"', 1)[1].split("</tr>", 1)[0]
-        assert "0 3 * * *" in row and 'data-col="missed">once' in row
+        assert "0 3 * * *" in row and 'data-col="missed">run_once' in row
         assert re.search(r'data-col="next">\d{4}-\d\d-\d\dT03:00:00', row)
         page = web.get("/actors").text
         row = page.split('data-actor="load_report"', 1)[1].split("</tr>", 1)[0]

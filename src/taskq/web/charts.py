@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from ..insight import QueueMinute
 from .render import age
 
-WIDTH, HEIGHT = 720, 170
+WIDTH, HEIGHT = 600, 160
 LEFT, RIGHT, TOP, BOTTOM = 52, 8, 10, 22
 KINDS = ("succeeded", "retried", "dead")
 
@@ -94,9 +94,10 @@ def _nice(peak: float) -> float:
 
 
 def _x_ticks(window: Window, start: datetime, slot: float) -> list[tuple[float, str]]:
-    every = 10 if window is HOUR else 16  # 10 minutes / 4 hours
+    """A time label every 10 minutes (hour) or 4 hours (day), none at the right edge."""
+    every = 10 if window is HOUR else 16
     ticks = []
-    for i in range(0, window.buckets + 1, every):
+    for i in range(0, window.buckets - every // 2, every):
         moment = start + timedelta(seconds=window.bucket * i)
         ticks.append((LEFT + i * slot, moment.strftime("%H:%M")))
     return ticks
@@ -132,8 +133,8 @@ def throughput(rows: Iterable[QueueMinute], window: Window, now: datetime, title
                 continue
             h = n * scale
             y -= h
-            title = f"{moment:%H:%M} UTC: {n} {kind} (per {window.per})"
-            bars.append(Bar(left + i * slot + 0.5, y, max(slot - 1.0, 1.0), h, kind, title))
+            hover = f"{moment:%H:%M} UTC: {n} {kind} (per {window.per})"
+            bars.append(Bar(left + i * slot + 0.5, y, max(slot - 1.0, 1.0), h, kind, hover))
     totals = {kind: sum(s[kind] for s in sums) for kind in KINDS}
     return Chart(
         title=title,

@@ -74,9 +74,12 @@ def hour_totals(rows: Sequence[QueueMinute], now: datetime) -> dict[str, QueueMi
 
 
 def per_actor(rows: Sequence[QueueMinute]) -> dict[str, list[int]]:
-    """``[succeeded, failed runs, dead]`` per actor, summed over ``rows``."""
+    """``[succeeded, failed runs, dead]`` per actor, summed over ``rows`` (read with
+    ``by_actor``)."""
     out: dict[str, list[int]] = {}
     for r in rows:
+        if not r.actor:  # a backlog sample (the queue's, no actor's)
+            continue
         sums = out.setdefault(r.actor, [0, 0, 0])
         sums[0] += r.succeeded
         sums[1] += r.failed_runs
