@@ -5,6 +5,7 @@
 | ``store.py`` | ``PostgresStore``: one method per ``Store`` call |
 | ``connections.py`` | the DSN, the pool, the producer's kept connection, driver errors mapped |
 | ``here.py`` | the synchronous ``Client``'s enqueue on its calling threads (``LocalEnqueue``) |
+| ``bulk.py`` | COPY of a large batch (plain, or staged for unique keys) |
 | ``claims.py`` | the claim connection and its pipelines (plain, checking limits, limited) |
 | ``listen.py`` | a LISTEN connection several tasks wait on (new jobs, cancel requests) |
 | ``upkeep.py`` | leases, workgroup reports, autovacuum and VACUUM (the store inherits them) |

@@ -52,9 +52,9 @@ from ..enqueue import (
     pg_statements,
     pg_steps,
     run_async,
-    stage_row,
 )
 from ..queues import limits_from_row, overview
+from .bulk import copy_jobs, stage_jobs
 from .claims import Claimer
 from .codec import CODEC, utc
 from .connections import Connections, first_line
@@ -191,12 +191,14 @@ class PostgresStore(PostgresWorkflows, Upkeep):
         async with self._db.connection() as conn:
             if len(specs) >= COPY_THRESHOLD and not full:
                 async with conn.transaction():
-                    await self._copy_jobs(conn, [s for s in specs if s.run_at is None])
-                    await self._copy_jobs(conn, [s for s in specs if s.run_at is not None])
+                    await copy_jobs(conn, self.enqueue_sql, [s for s in specs if s.run_at is None])
+                    await copy_jobs(
+                        conn, self.enqueue_sql, [s for s in specs if s.run_at is not None]
+                    )
                 return [s.id for s in specs]
             if full and len(specs) >= COPY_THRESHOLD:  # COPY to a staging table first
                 async with conn.transaction():
-                    inserted = await self._stage_jobs(conn, specs)
+                    inserted = await stage_jobs(conn, self.enqueue_sql, specs)
                     return await run_async(conn, pg_steps(self.enqueue_sql, specs, inserted))
             if full and len(specs) > 1:  # insert, look up holders, maybe insert again
                 async with conn.transaction():
@@ -230,18 +232,6 @@ class PostgresStore(PostgresWorkflows, Upkeep):
         if jobs.ids:
             self._here.write(jobs)
 
-    async def _stage_jobs(
-        self, conn: psycopg.AsyncConnection, specs: Sequence[JobSpec]
-    ) -> set[UUID]:
-        """COPY a batch that carries unique keys, meta or tags into the session's staging
-        table, insert it in one statement; return the ids inserted (inside a transaction)."""
-        await conn.execute(self.enqueue_sql["enqueue_stage"])
-        async with conn.cursor().copy(self.enqueue_sql["enqueue_stage_copy"]) as copy:
-            for s in specs:
-                await copy.write_row(stage_row(s))
-        cur = await conn.execute(self.enqueue_sql["enqueue_from_stage"])
-        return {row[0] for row in await cur.fetchall()}
-
     async def identity(self) -> tuple[Any, ...]:
         """(database, port, server start time) of this store's server: a caller's
         connection must show the same to enqueue in its transaction. Asked once."""
@@ -255,28 +245,6 @@ class PostgresStore(PostgresWorkflows, Upkeep):
             assert row is not None
             self._identity = tuple(row[:3])
         return self._identity
-
-    async def _copy_jobs(self, conn: psycopg.AsyncConnection, specs: Sequence[JobSpec]) -> None:
-        """COPY a batch; jobs without run_at take the database's now() as default."""
-        if not specs:
-            return
-        with_run_at = specs[0].run_at is not None
-        async with conn.cursor().copy(
-            self.enqueue_sql["enqueue_copy_run_at" if with_run_at else "enqueue_copy"]
-        ) as copy:
-            for s in specs:
-                row: tuple[Any, ...] = (
-                    s.id,
-                    s.actor,
-                    s.queue,
-                    s.args_json,
-                    s.kwargs_json,
-                    s.priority,
-                    s.max_attempts,
-                    s.max_crashes,
-                    s.idempotent,
-                )
-                await copy.write_row((*row, s.run_at) if with_run_at else row)
 
     async def get_job(self, job_id: UUID) -> Job | None:
         row = await self._db.fetchone("get_job", {"id": job_id})
