@@ -1,9 +1,11 @@
-"""Producers' and operators' side: enqueue jobs, look at them and wait for them, and act
-on them (retry, cancel, pause and resume queues, set queue and actor limits).
+"""Producers' and operators' side: enqueue jobs and workflows, look at them and wait for
+them, and act on them (retry, cancel, pause and resume queues, set queue and actor
+limits: those are ``operations.py``'s, which both clients inherit).
 
 ``AsyncClient`` is the implementation over the async ``Store``. ``Client`` is its mirror
 for plain synchronous code (Flask, Django, scripts): same methods, same arguments, same
-results. Enqueue is one ``Enqueuer`` (taskq/enqueuer.py: the options value, the builder,
+results; its ``async_client`` and ``run`` are the seam for code built on the async API
+(``taskq.testing``). Enqueue is one ``Enqueuer`` (taskq/enqueuer.py: the options value, the builder,
 the middleware's hooks, the writes), shared by both, as httpx's clients share their
 I/O-free base: the ``AsyncClient`` awaits its writes; the ``Client`` writes plain jobs
 on the calling thread (``LocalEnqueue``) and everything else on a private event loop in
@@ -12,10 +14,8 @@ a background thread (``portal.Portal``), so its callers need no event loop of th
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import threading
-import time
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
@@ -23,18 +23,17 @@ from uuid import UUID
 
 from . import txn
 from .enqueuer import Enqueuer
-from .exceptions import ConfigError, InvalidJobState, JobNotFound
-from .inputs import actor_name, make_limits, parse_job_id, who
-from .jobs import ActorConfig, CancelResult, Job, JobId, JobState, Limits, QueueInfo, Rate
+from .exceptions import ConfigError
+from .inputs import who
+from .jobs import ActorConfig, JobId
 from .middleware import Middleware
+from .operations import AsyncOperations, Operations
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES
 from .plan import NO_OPTIONS, EnqueueOptions, EnqueuePlan
 from .portal import Portal
-from .registry import Actor, check_queue_name
+from .registry import Actor
 from .specs import ActorRef, Item, UniqueKey
 from .store import Store, create_store
-from .store.queues import ACTOR, QUEUE
-from .validation import check_int, check_text
 
 if TYPE_CHECKING:
     from .workflows.graph import Workflow
@@ -42,10 +41,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 P = ParamSpec("P")
-TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED})
 
 
-class AsyncClient:
+class AsyncClient(AsyncOperations):
     """Enqueue and inspect jobs from async code. ``async with AsyncClient(dsn) as c: ...``
 
     ``middleware``: ``taskq.Middleware`` whose enqueue hooks run around every enqueue
@@ -190,129 +188,6 @@ class AsyncClient:
         )
         return await self.enqueuer.write(plan, connection)
 
-    # -- inspect and act -------------------------------------------------------------
-    async def get(self, job_id: UUID | str) -> Job:
-        await self.open()
-        job = await self._store.get_job(parse_job_id(job_id))
-        if job is None:
-            raise JobNotFound(f"no job with id {job_id}")
-        return job
-
-    async def list(
-        self,
-        *,
-        state: str | None = None,
-        queue: str | None = None,
-        tag: str | None = None,
-        limit: int = 100,
-    ) -> list[Job]:
-        if state is not None and state not in JobState.__members__.values():
-            raise ConfigError(
-                f"unknown state {state!r}: expected one of {', '.join(s.value for s in JobState)}"
-            )
-        check_int(limit, "limit", 1)
-        for name, value in (("queue", queue), ("tag", tag)):
-            if value is not None:
-                check_text(value, name)
-        await self.open()
-        return await self._store.list_jobs(state=state, queue=queue, tag=tag, limit=limit)
-
-    async def stats(self) -> dict[str, int]:
-        await self.open()
-        return await self._store.stats()
-
-    async def retry(self, job_id: UUID | str) -> None:
-        """Re-queue a dead or cancelled job (attempts and crash count start again)."""
-        job = await self.get(job_id)
-        moved = await self._store.retry_jobs([job.id])
-        if not moved and job.state in (JobState.DEAD, JobState.CANCELLED) and job.unique_key:
-            raise InvalidJobState(
-                f"job {job.id} cannot be retried: another job holds its unique key "
-                f"{job.unique_key!r}"
-            )
-        if not moved:
-            raise InvalidJobState(
-                f"job {job.id} is {job.state}; only dead or cancelled jobs can be retried"
-            )
-
-    async def retry_all_dead(self) -> int:
-        await self.open()
-        return await self._store.retry_all_dead()
-
-    async def cancel(self, job_id: UUID | str, *, by: str | None = None) -> CancelResult:
-        """Cancel a job, queued or running, on any host.
-
-        A queued job is cancelled at once (``CancelResult.CANCELLED``). A running job is
-        marked (``cancelled_at``, ``cancelled_by``: ``by``, default ``user@host``) and
-        its worker stops it within about a second: an async job is cancelled (its
-        ``CancelledError`` may clean up, within a grace), a cpu_bound job's process is
-        killed, a sync job sees ``taskq.current_job().cancel_requested`` turn True (a
-        thread cannot be killed); the run then ends ``cancelled``, never retried
-        (``REQUESTED``; ``ALREADY_REQUESTED`` if a cancel was asked for before). A job
-        that already finished is left as it is: ``InvalidJobState`` says so."""
-        job_uuid = parse_job_id(job_id)
-        await self.open()
-        found = await self._store.request_cancel([job_uuid], by=by or who())
-        if job_uuid not in found:
-            raise JobNotFound(f"no job with id {job_id}")
-        result, state = found[job_uuid]
-        if result is CancelResult.FINISHED:
-            raise InvalidJobState(f"job {job_uuid} is already {state}: nothing changed")
-        return result
-
-    # -- queue controls ----------------------------------------------------------------
-    async def queues(self) -> builtins.list[QueueInfo]:
-        """Every queue with its depth by state, oldest due wait, pause state and limits."""
-        await self.open()
-        return await self._store.queue_overview()
-
-    async def pause_queue(self, name: str, *, by: str | None = None) -> None:
-        """Stop every worker from claiming ``name``'s jobs (running ones finish; queued
-        ones wait, no attempt charged). Stored, so it holds on every host and restart."""
-        await self.open()
-        await self._store.set_queue_paused(check_queue_name(name), True, by=by or who())
-
-    async def resume_queue(self, name: str) -> None:
-        await self.open()
-        await self._store.set_queue_paused(check_queue_name(name), False)
-
-    async def set_queue_limits(
-        self, name: str, concurrency: int | None = None, rate: Rate | str | None = None
-    ) -> None:
-        """Set the queue's fleet-wide limits to exactly these: at most ``concurrency``
-        of its jobs running at once across all workers, at most ``rate`` ("N/second",
-        "N/minute", "N/hour") starts in any such period. ``None`` is no limit of that
-        kind; both ``None`` removes the queue's limits."""
-        limits = make_limits(concurrency, rate)
-        await self.open()
-        await self._store.set_limits(QUEUE, check_queue_name(name), limits)
-
-    async def set_actor_limits(
-        self, actor: ActorRef, concurrency: int | None = None, rate: Rate | str | None = None
-    ) -> None:
-        """``set_queue_limits`` for one actor's jobs, whatever queue they are on."""
-        limits = make_limits(concurrency, rate)
-        await self.open()
-        await self._store.set_limits(ACTOR, actor_name(actor), limits)
-
-    async def limits(self) -> dict[tuple[str, str], Limits]:
-        """Every limit, keyed by ("queue" | "actor", name)."""
-        await self.open()
-        return await self._store.get_limits()
-
-    async def wait(
-        self, job_id: UUID | str, *, timeout: float = 60.0, interval: float = 0.05
-    ) -> Job:
-        """Poll until the job is succeeded, dead or cancelled; TimeoutError past ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            job = await self.get(job_id)
-            if job.state in TERMINAL_STATES:
-                return job
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"job {job.id} still {job.state} after {timeout}s")
-            await asyncio.sleep(interval)
-
     # -- workflows (docs/workflows.md; taskq.workflows.submit) ---------------------------
     async def enqueue_workflow(self, wf: Workflow, connection: Any = None) -> UUID:
         """Enqueue one run of ``wf``: every step in one transaction (on ``connection``,
@@ -354,7 +229,7 @@ class AsyncClient:
         return await submit.wait(self, workflow_id, timeout, interval)
 
 
-class Client:
+class Client(Operations):
     """The synchronous mirror of ``AsyncClient``: ``with Client(dsn) as c: c.enqueue(...)``.
 
     Safe to share between threads. Plain jobs of an ``Actor`` (no unique key, no
@@ -379,8 +254,17 @@ class Client:
         self._opened = False
         self._lock = threading.Lock()  # one portal, the store opened once, whatever the threads
 
-    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the loop thread, the store opened first."""
+    @property
+    def async_client(self) -> AsyncClient:
+        """The ``AsyncClient`` whose code this client runs on its loop thread (the same
+        store and enqueue): for helpers built on the async API, with ``run``."""
+        return self._async
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` (a call of ``async_client``'s, or of its store's) on this
+        client's loop thread, the store opened first, and return its result: the
+        store's async connections belong to that loop (``taskq.testing.drain`` runs
+        there)."""
         portal = self._portal if self._opened else None
         if portal is None:
             try:
@@ -479,7 +363,7 @@ class Client:
     def _known(self, actor: ActorRef) -> Mapping[str, ActorConfig]:
         known = self.enqueuer.known(actor)
         if known is None:
-            known = self.enqueuer.learn(self._call(self._stored_configs()))
+            known = self.enqueuer.learn(self.run(self._stored_configs()))
         return known
 
     async def _stored_configs(self) -> Mapping[str, ActorConfig]:
@@ -496,7 +380,7 @@ class Client:
             if not self._opened:
                 self.open()
             return enqueuer.write_here(plan)
-        return self._call(self._write_async(plan))
+        return self.run(self._write_async(plan))
 
     async def _write_async(self, plan: EnqueuePlan) -> list[JobId]:
         await self._async.open()
@@ -507,7 +391,7 @@ class Client:
             await self._async.open()
             return await txn.store_identity(self._async.store)
 
-        return self._call(identity())
+        return self.run(identity())
 
     def _target(self, connection: Any) -> txn.Target:
         target = txn.resolve(connection)
@@ -518,81 +402,29 @@ class Client:
         txn.check_kind(self._async.store, target)  # before the store is opened
         return target
 
-    def get(self, job_id: UUID | str) -> Job:
-        return self._call(self._async.get(job_id))
-
-    def list(
-        self,
-        *,
-        state: str | None = None,
-        queue: str | None = None,
-        tag: str | None = None,
-        limit: int = 100,
-    ) -> list[Job]:
-        return self._call(self._async.list(state=state, queue=queue, tag=tag, limit=limit))
-
-    def stats(self) -> dict[str, int]:
-        return self._call(self._async.stats())
-
-    def retry(self, job_id: UUID | str) -> None:
-        self._call(self._async.retry(job_id))
-
-    def retry_all_dead(self) -> int:
-        return self._call(self._async.retry_all_dead())
-
-    def cancel(self, job_id: UUID | str, *, by: str | None = None) -> CancelResult:
-        return self._call(self._async.cancel(job_id, by=by))
-
-    def queues(self) -> builtins.list[QueueInfo]:
-        return self._call(self._async.queues())
-
-    def pause_queue(self, name: str, *, by: str | None = None) -> None:
-        self._call(self._async.pause_queue(name, by=by))
-
-    def resume_queue(self, name: str) -> None:
-        self._call(self._async.resume_queue(name))
-
-    def set_queue_limits(
-        self, name: str, concurrency: int | None = None, rate: Rate | str | None = None
-    ) -> None:
-        self._call(self._async.set_queue_limits(name, concurrency, rate))
-
-    def set_actor_limits(
-        self, actor: ActorRef, concurrency: int | None = None, rate: Rate | str | None = None
-    ) -> None:
-        self._call(self._async.set_actor_limits(actor, concurrency, rate))
-
-    def limits(self) -> dict[tuple[str, str], Limits]:
-        return self._call(self._async.limits())
-
-    def wait(self, job_id: UUID | str, *, timeout: float = 60.0, interval: float = 0.05) -> Job:
-        return self._call(self._async.wait(job_id, timeout=timeout, interval=interval))
-
     def enqueue_workflow(self, wf: Workflow, connection: Any = None) -> UUID:
         """See ``AsyncClient.enqueue_workflow``; with ``connection``, the steps are
         written on that connection in this thread."""
         if connection is None:
-            return self._call(self._async.enqueue_workflow(wf))
+            return self.run(self._async.enqueue_workflow(wf))
         target = self._target(connection)
         from .workflows import submit
 
-        row = self._call(submit.prepare(self._async, wf))
+        row = self.run(submit.prepare(self._async, wf))
         return submit.enqueue_on(self._async.store, target, row, self._identity)
 
     def workflow(self, workflow_id: UUID | str) -> WorkflowInfo:
-        return self._call(self._async.workflow(workflow_id))
+        return self.run(self._async.workflow(workflow_id))
 
     def workflows(
         self, *, state: str | None = None, limit: int = 50
     ) -> builtins.list[WorkflowInfo]:
-        return self._call(self._async.workflows(state=state, limit=limit))
+        return self.run(self._async.workflows(state=state, limit=limit))
 
     def cancel_workflow(self, workflow_id: UUID | str, *, by: str | None = None) -> int:
-        return self._call(self._async.cancel_workflow(workflow_id, by=by))
+        return self.run(self._async.cancel_workflow(workflow_id, by=by))
 
     def wait_workflow(
         self, workflow_id: UUID | str, *, timeout: float = 60.0, interval: float = 0.05
     ) -> WorkflowInfo:
-        return self._call(
-            self._async.wait_workflow(workflow_id, timeout=timeout, interval=interval)
-        )
+        return self.run(self._async.wait_workflow(workflow_id, timeout=timeout, interval=interval))

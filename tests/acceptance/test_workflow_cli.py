@@ -37,7 +37,7 @@ def _workflows(target) -> tuple[uuid.UUID, uuid.UUID]:
     )
     with taskq.Client(target.dsn, schema=target.schema) as client:
         client.open()
-        client._call(client._async.store.migrate())
+        client.run(client.async_client.store.migrate())
         first = client.enqueue_workflow(done)
         taskq.testing.drain(client, registry=wa.registry)
         second = client.enqueue_workflow(taskq.chain(taskq.step(wa.work, "x"), name="pending"))

@@ -89,6 +89,29 @@ def test_sync_client_without_an_event_loop(migrated):
             client.retry(ids[0])
 
 
+def test_sync_client_runs_its_async_clients_calls_on_its_loop(migrated):
+    """``Client.async_client`` and ``Client.run``: the seam ``taskq.testing`` uses (the
+    store opened first; the coroutine runs on the loop its connections belong to)."""
+    with taskq.Client(migrated.dsn, schema=migrated.schema) as client:
+        job_id = client.enqueue(resize, "a.png")
+        inner = client.async_client
+        assert inner.enqueuer is client.enqueuer
+        assert client.run(inner.get(job_id)).id == job_id
+        assert client.run(inner.store.stats())["queued"] == 1
+
+        async def loop_thread() -> str:
+            import threading
+
+            return threading.current_thread().name
+
+        assert client.run(loop_thread()) == "taskq-client"
+    fresh = taskq.Client(migrated.dsn, schema=migrated.schema)  # not opened: run opens it
+    try:
+        assert fresh.run(fresh.async_client.stats())["queued"] == 1
+    finally:
+        fresh.close()
+
+
 async def test_async_client_mirrors_the_sync_one(migrated):
     async with taskq.AsyncClient(migrated.dsn, schema=migrated.schema) as client:
         job_id = await client.enqueue(resize, "a.png", width=64)

@@ -104,13 +104,13 @@ def drain(
     if not isinstance(chosen, Client):
         raise ConfigError("drain takes a taskq.Client; use drain_async for an AsyncClient")
     coro = _drain_async(
-        chosen._async,
+        chosen.async_client,
         _registry(registry),
         queue,
         scheduled=scheduled,
         max_runs=max_runs,
     )
-    return chosen._call(coro)
+    return chosen.run(coro)
 
 
 async def drain_async(

@@ -58,12 +58,12 @@ def taskq_client(
     postgres = dsn_kind(taskq_dsn) == "postgres"
     schema = f"taskq_test_{secrets.token_hex(6)}" if postgres else "taskq"
     client = Client(taskq_dsn, schema=schema)
-    store = client._async.store
+    store = client.async_client.store
     opened = False
     try:
         client.open()
         opened = True
-        client._call(store.migrate())
+        client.run(store.migrate())
         monkeypatch.setenv("TASKQ_DSN", taskq_dsn)
         monkeypatch.setenv("TASKQ_SCHEMA", schema)
         monkeypatch.delenv("TASKQ_DSN_FILE", raising=False)
@@ -72,7 +72,7 @@ def taskq_client(
     finally:
         try:
             if postgres and opened:
-                client._call(_drop_schema(store))
+                client.run(_drop_schema(store))
         finally:
             client.close()
 
