@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import difflib
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 from uuid import UUID
 
-from .exceptions import ConfigError, InvalidJobState, JobNotFound
+from .exceptions import ActorNotFound, ConfigError, InvalidJobState, JobNotFound
 from .inputs import actor_name, make_limits, parse_job_id, who
 from .jobs import CancelResult, Job, JobState, Limits, QueueInfo, Rate
-from .registry import check_queue_name
+from .registry import Actor, check_queue_name
 from .specs import ActorRef
 from .store import Store
 from .store.queues import ACTOR, QUEUE
@@ -30,6 +31,26 @@ from .validation import check_int, check_text
 
 T = TypeVar("T")
 TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.DEAD, JobState.CANCELLED})
+
+
+async def check_actor_known(store: Store, actor: ActorRef) -> str:
+    """The name of the actor a limit is for, refused (``ActorNotFound``) when it is a
+    name no worker recorded and no limit is set for: a typo, whose limit would hold
+    nothing. An ``Actor`` object is taken as it is (its limit holds once its jobs run).
+    The one check of ``set_actor_limits``, which ``taskq actors limit`` calls."""
+    name = actor_name(actor)
+    if isinstance(actor, Actor):
+        return name
+    recorded = await store.actor_configs()
+    if name in recorded or (ACTOR, name) in await store.get_limits():
+        return name
+    close = difflib.get_close_matches(name, recorded, n=1)
+    raise ActorNotFound(
+        f"no worker recorded an actor named {name!r} (recorded: "
+        f"{', '.join(sorted(recorded)) or 'none yet'}): "
+        + (f"did you mean {close[0]!r}? " if close else "")
+        + "check the name, or start a worker whose registry has it first"
+    )
 
 
 class AsyncOperations(ABC):
@@ -158,10 +179,14 @@ class AsyncOperations(ABC):
     async def set_actor_limits(
         self, actor: ActorRef, concurrency: int | None = None, rate: Rate | str | None = None
     ) -> None:
-        """``set_queue_limits`` for one actor's jobs, whatever queue they are on."""
+        """``set_queue_limits`` for one actor's jobs, whatever queue they are on. An
+        actor given by name must be one a worker recorded (or one with limits already,
+        to change or clear them): another name is refused (``ActorNotFound``, nothing
+        written)."""
         limits = make_limits(concurrency, rate)
         await self.open()
-        await self.store.set_limits(ACTOR, actor_name(actor), limits)
+        name = await check_actor_known(self.store, actor)
+        await self.store.set_limits(ACTOR, name, limits)
 
     async def limits(self) -> dict[tuple[str, str], Limits]:
         """Every limit, keyed by ("queue" | "actor", name)."""

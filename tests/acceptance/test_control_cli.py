@@ -127,7 +127,9 @@ def test_actors_limit_of_an_actor_no_worker_recorded_is_refused(migrated):
     refused = taskq(t, "actors", "limit", "charge_crad", "--concurrency", "2", check=False)
     assert refused.returncode == 1
     assert_one_line_error(
-        refused, "no worker recorded an actor named 'charge_crad' (recorded: charge_card)"
+        refused,
+        "no worker recorded an actor named 'charge_crad' (recorded: charge_card): "
+        "did you mean 'charge_card'?",
     )
     assert json.loads(taskq(t, "actors", "--json").stdout)[0]["concurrency_limit"] is None
 

@@ -7,10 +7,11 @@ import asyncio
 
 import pytest
 
+import taskq
 from taskq import AsyncClient
-from taskq.exceptions import ConfigError
+from taskq.exceptions import ActorNotFound, ConfigError
 from taskq.ids import uuid7
-from taskq.jobs import Limits, Rate
+from taskq.jobs import ActorConfig, Limits, Rate
 from tests.integration.storekit import another_store, spec
 
 LEASE = 30.0
@@ -24,6 +25,17 @@ async def claim(store, queues=("a", "b"), limit=100, worker=None):
 async def client(store):
     async with AsyncClient(store=store) as c:
         yield c
+
+
+async def record(store, *names: str) -> None:
+    """What a worker whose registry has these actors records when it starts."""
+    await store.sync_actor_configs(
+        [
+            ActorConfig(name, "a", 3, 2, idempotent=False, cpu_bound=False, timeout=None)
+            for name in names
+        ],
+        force=True,
+    )
 
 
 async def test_a_paused_queue_is_skipped_and_resumes_with_no_attempt_charged(store, client):
@@ -119,6 +131,7 @@ async def test_a_rate_limit_caps_starts_in_the_window(store, client):
 
 
 async def test_an_actor_limit_holds_across_queues(store, client):
+    await record(store, "slow")
     await client.set_actor_limits("slow", concurrency=2)
     await store.enqueue(
         [spec("slow", queue="a") for _ in range(3)]
@@ -132,6 +145,7 @@ async def test_an_actor_limit_holds_across_queues(store, client):
 
 async def test_a_queue_and_an_actor_limit_both_hold(store, client):
     await client.set_queue_limits("a", concurrency=3)
+    await record(store, "slow")
     await client.set_actor_limits("slow", concurrency=1)
     await store.enqueue([spec("slow", queue="a") for _ in range(3)])
     await store.enqueue([spec("fast", queue="a") for _ in range(3)])
@@ -158,6 +172,40 @@ async def test_limits_and_rates_are_checked(client):
             await client.set_queue_limits("a", **bad)
     with pytest.raises(ConfigError):
         await client.pause_queue("not a queue")
+
+
+async def test_an_actor_limit_of_a_name_no_worker_recorded_is_refused(store, client):
+    await record(store, "charge_card", "send_mail")
+    with pytest.raises(ActorNotFound) as refused:
+        await client.set_actor_limits("charge_crad", concurrency=2)
+    assert str(refused.value) == (
+        "no worker recorded an actor named 'charge_crad' (recorded: charge_card, send_mail): "
+        "did you mean 'charge_card'? check the name, or start a worker whose registry has "
+        "it first"
+    )
+    with pytest.raises(ActorNotFound, match=r"'zzz' \(recorded: .*\): check the name"):
+        await client.set_actor_limits("zzz", rate="1/second")  # nothing close: no guess
+    assert await client.limits() == {}  # nothing written
+
+
+async def test_an_actor_limit_of_a_recorded_name_an_actor_or_a_limited_name_is_set(store, client):
+    await record(store, "charge_card")
+    await client.set_actor_limits("charge_card", concurrency=2)
+    registry = taskq.Registry()
+
+    @registry.actor(name="not_recorded_yet", queue="a")
+    def not_recorded_yet() -> None: ...
+
+    # an Actor object cannot be a typo: its limit is set before any worker records it
+    await client.set_actor_limits(not_recorded_yet, concurrency=3)
+    # a name that has limits may be changed or cleared by name, recorded or not
+    await client.set_actor_limits("not_recorded_yet", rate="5/minute")
+    assert await client.limits() == {
+        ("actor", "charge_card"): Limits(concurrency=2),
+        ("actor", "not_recorded_yet"): Limits(rate=Rate(5, 60.0)),
+    }
+    await client.set_actor_limits("not_recorded_yet")
+    assert ("actor", "not_recorded_yet") not in await client.limits()
 
 
 async def test_a_snoozed_outcome_requeues_later_with_the_attempt_given_back(store):
@@ -237,6 +285,7 @@ async def test_a_rescued_run_whose_cancel_was_requested_ends_cancelled(store):
 
 async def test_claims_that_find_a_limit_full_are_counted(store, client):
     await client.set_queue_limits("a", concurrency=1)
+    await record(store, "slow")
     await client.set_actor_limits("slow", rate="1/hour")
     await store.enqueue([spec("slow", queue="b"), spec("slow", queue="b"), spec(queue="a")])
     await store.enqueue([spec(queue="a")])

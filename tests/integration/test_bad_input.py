@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from taskq import AsyncClient, Client
-from taskq.exceptions import ConfigError, InvalidText, PayloadTooDeep, TaskqError
+from taskq.exceptions import ActorNotFound, ConfigError, InvalidText, PayloadTooDeep, TaskqError
 from taskq.validation import INT_MAX, INT_MIN, MAX_JSON_DEPTH
 from tests import dashboard_actors as actors
 from tests import result_actors
@@ -111,6 +111,16 @@ def test_limits_out_of_range_are_refused_alike(client: Client, limits, error) ->
     assert client.limits() == {}
     client.set_queue_limits("q", concurrency=INT_MAX, rate=f"{INT_MAX}/hour")
     assert client.limits()[("queue", "q")].concurrency == INT_MAX
+
+
+def test_an_actor_limit_of_an_unknown_name_is_refused_by_the_sync_client(client: Client) -> None:
+    """The check of ``taskq actors limit`` is the client's: the sync ``Client`` refuses a
+    name no worker recorded too, and writes nothing."""
+    with pytest.raises(ActorNotFound, match=r"'dashboard_add' \(recorded: none yet\)"):
+        client.set_actor_limits("dashboard_add", concurrency=2)
+    assert client.limits() == {}
+    client.set_actor_limits(actors.add, concurrency=2)  # the Actor itself: set
+    assert client.limits()[("actor", actors.add.name)].concurrency == 2
 
 
 @pytest.mark.parametrize("bad", ["q\x00", "q" + SURROGATE])

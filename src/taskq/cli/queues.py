@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import ActorNotFound, ConfigError
+from ..exceptions import ConfigError
 from ..jobs import Limits
 from ..store.queues import ACTOR, QUEUE
 from . import args
@@ -148,8 +148,6 @@ def cmd_limit(ns: argparse.Namespace) -> int:
     async def go(client: AsyncClient) -> Limits:
         new = Limits()
         limits = await client.limits()
-        if kind == ACTOR and (ACTOR, ns.name) not in limits:
-            await _refuse_unknown_actor(client, ns.name)
         if not ns.clear:
             old = limits.get((kind, ns.name), Limits())
             new = Limits(
@@ -171,18 +169,6 @@ def cmd_limit(ns: argparse.Namespace) -> int:
             f"rate {new.rate or 'unlimited'}"
         )
     return EXIT_OK
-
-
-async def _refuse_unknown_actor(client: AsyncClient, name: str) -> None:
-    """An actor limit is for an actor some worker recorded (or one that has a limit
-    already, to change or clear it): anything else is a typo, refused."""
-    recorded = sorted(await client.store.actor_configs())
-    if name not in recorded:
-        raise ActorNotFound(
-            f"no worker recorded an actor named {name!r} (recorded: "
-            f"{', '.join(recorded) or 'none yet'}): check the name, or start a worker "
-            "whose registry has it first"
-        )
 
 
 def cmd_actors(ns: argparse.Namespace) -> int:
