@@ -1,8 +1,9 @@
 """An actor's arguments checked against its function's signature when a job is made.
 
 ``client.enqueue(resize, "a.png", widht=3)`` is refused where it is written, with
-``ArgumentsMismatch`` naming the parameter, instead of failing with a ``TypeError`` in a
-worker, attempts later. ``check_arguments`` is the one rule: ``enqueue``,
+``ArgumentsMismatch`` naming the parameter (``resize() got an unexpected keyword argument
+'widht' (did you mean 'width'?)``, and a required one left missing), instead of failing
+with a ``TypeError`` in a worker, attempts later. ``check_arguments`` is the one rule: ``enqueue``,
 ``enqueue_with`` and ``enqueue_many`` of an ``Actor`` call it (and anything else that
 makes jobs of an actor object, such as a workflow's ``add``). An actor given by name (a
 ``str``) cannot be checked: its function may not even be importable here.
@@ -10,11 +11,13 @@ makes jobs of an actor object, such as a workflow's ``add``). An actor given by 
 Cheap enough for every enqueue: the signature is read once per function and kept, and
 the common call (positional arguments only, a count the function accepts) is two
 comparisons; anything else is bound with ``inspect.Signature.bind``. A function whose
-signature cannot be read (some builtins) is not checked.
+signature cannot be read (some builtins) is not checked. Only a refusal pays for the
+words: the unexpected keywords and the close names are found after ``bind`` failed.
 """
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -103,10 +106,43 @@ def check_arguments(
         why = str(exc)
         if why == "too many positional arguments":  # say how many
             why += f": {len(args)} given, at most {fit.high:g}"
+        unexpected = _unexpected(actor, fit.signature, len(args), kwargs or {})
+        if unexpected:  # Signature.bind names a missing argument first: name these too
+            why = "; ".join([*unexpected, *([] if "unexpected keyword" in why else [why])])
         raise ArgumentsMismatch(
             f"arguments do not fit actor {actor.name!r}, {_shown(actor, fit.signature)}: "
             f"{why}; nothing was enqueued"
         ) from None
+
+
+def _unexpected(
+    actor: AnyActor, signature: inspect.Signature, given: int, kwargs: Mapping[str, Any]
+) -> list[str]:
+    """Each keyword the function does not take, in Python's words, with the parameter
+    it most likely meant (``difflib``: ``widht`` -> ``width``) among those not given
+    yet. Only on the failure path."""
+    params = signature.parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return []
+    by_keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    open_names = [
+        name
+        for i, (name, p) in enumerate(params.items())
+        if p.kind in by_keyword
+        and name not in kwargs
+        and not (p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and i < given)
+    ]
+    fn_name = getattr(actor.fn, "__name__", actor.name)
+    out = []
+    for key in kwargs:
+        param = params.get(key)
+        if param is not None and param.kind is not inspect.Parameter.VAR_POSITIONAL:
+            continue  # one it takes (or a positional-only one: bind's words say so)
+        line = f"{fn_name}() got an unexpected keyword argument {key!r}"
+        if close := difflib.get_close_matches(key, open_names, n=1):
+            line += f" (did you mean {close[0]!r}?)"
+        out.append(line)
+    return out
 
 
 def _shown(actor: AnyActor, signature: inspect.Signature) -> str:

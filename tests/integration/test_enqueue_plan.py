@@ -134,7 +134,11 @@ def test_a_failed_write_reaches_after_enqueue(pg_target, calls) -> None:
 @pytest.mark.parametrize(
     ("args", "kwargs", "why"),
     [
-        (["a.png"], {"widht": 3}, "unexpected keyword argument 'widht'"),
+        (
+            ["a.png"],
+            {"widht": 3},
+            r"unexpected keyword argument 'widht' \(did you mean 'width'\?\)",
+        ),
         ([], {"width": 3}, "missing a required argument: 'path'"),
         (["a.png", 1, 2], {}, "too many positional arguments: 3 given, at most 2"),
         (["a.png"], {"path": "b.png"}, "multiple values for argument 'path'"),

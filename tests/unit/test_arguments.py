@@ -24,6 +24,14 @@ def keyed(*, token: str) -> None: ...
 
 
 @registry.actor
+def sized(path: str, width: int) -> None: ...
+
+
+@registry.actor
+def only(path: str, /, width: int = 0) -> None: ...
+
+
+@registry.actor
 def anything(*args: Any, **kwargs: Any) -> None: ...
 
 
@@ -75,6 +83,59 @@ def test_arguments_that_do_not_fit_name_the_parameter(actor, args, kwargs, why) 
         check_arguments(actor, args, kwargs)
     assert f"actor {actor.name!r}" in str(raised.value)
     assert isinstance(raised.value, taskq.PayloadError)  # refused at enqueue, nothing written
+
+
+@pytest.mark.parametrize(
+    ("actor", "args", "kwargs", "why"),
+    [
+        # issue 20's own example: bind names only the missing 'width'
+        (
+            sized,
+            ("a",),
+            {"widht": 3},
+            "sized() got an unexpected keyword argument 'widht' (did you mean 'width'?); "
+            "missing a required argument: 'width'",
+        ),
+        (
+            resize,
+            ("a",),
+            {"mdoe": "crop"},
+            "resize() got an unexpected keyword argument 'mdoe' (did you mean 'mode'?)",
+        ),
+        (  # nothing close: no guess; each unexpected keyword named
+            sized,
+            ("a",),
+            {"zzz": 1, "wdith": 2},
+            "sized() got an unexpected keyword argument 'zzz'; sized() got an unexpected "
+            "keyword argument 'wdith' (did you mean 'width'?); missing a required argument: "
+            "'width'",
+        ),
+        (  # a parameter already given is not suggested
+            sized,
+            ("a",),
+            {"width": 1, "widht": 2},
+            "sized() got an unexpected keyword argument 'widht'",
+        ),
+        (  # nor one filled by position
+            sized,
+            ("a", 1),
+            {"paht": "b"},
+            "sized() got an unexpected keyword argument 'paht'",
+        ),
+        (
+            only,
+            (),
+            {"path": "a"},
+            "'path' parameter is positional only, but was passed as a keyword",
+        ),
+    ],
+)
+def test_an_unexpected_keyword_is_named_with_the_parameter_it_likely_meant(
+    actor, args, kwargs, why
+) -> None:
+    with pytest.raises(taskq.ArgumentsMismatch) as raised:
+        check_arguments(actor, args, kwargs)
+    assert str(raised.value).endswith(f": {why}; nothing was enqueued"), str(raised.value)
 
 
 def test_shapes_that_are_not_json_are_left_to_the_payload_rules() -> None:
