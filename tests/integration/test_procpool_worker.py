@@ -95,3 +95,22 @@ async def test_io_jobs_pass_a_cpu_backlog_that_saturates_the_pool(target, store,
             finished = await wait_for_states(store, backlog, {"succeeded"}, timeout=60)
     assert all(job.attempts == 1 and job.crash_count == 0 for job in finished)
     assert_no_process_left()
+
+
+async def test_a_mixed_worker_claims_its_cpu_backlog_without_waiting_for_the_poll(target, store):
+    """The cpu share's nudges are never lost: with a poll interval far longer than the
+    wait, a mixed worker drains a backlog of quick cpu jobs, every one claimed after a
+    nudge (a nudge that came while a claim ran used to be dropped: the fetcher then
+    slept until the next poll)."""
+    async with AsyncClient(store=store) as client:
+        jobs = await client.enqueue_many(mixed.cpu_square, [((i,), {}) for i in range(80)])
+        async with running_worker(
+            target,
+            actors="tests.worker_cpu_actors:registry",
+            cpu_workers=2,
+            max_concurrency=10,
+            poll_interval=300.0,
+        ):
+            done = await wait_for_states(store, jobs, {"succeeded"}, timeout=120)
+    assert sorted(job.result for job in done) == sorted(i * i for i in range(80))
+    assert_no_process_left()

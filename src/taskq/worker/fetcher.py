@@ -121,6 +121,7 @@ class Fetcher(Stoppable):
             limit = min(buffer.free, MAX_BATCH)
             excluded = self._excluded_actors()
             if cpu is not None:
+                self._nudged.clear()  # this claim sees the share as it is now
                 if cpu.full:
                     excluded = [*excluded, *cpu.actors]
                 else:
@@ -159,7 +160,9 @@ class Fetcher(Stoppable):
     async def _jobs_or_room(self, waiting: Coroutine[Any, Any, Any]) -> None:
         """Until new jobs (``waiting``) or the pool's room for cpu jobs (a nudge: the
         claims left them out), whichever comes first. Both tasks end here."""
-        self._nudged.clear()
+        if self._nudged.is_set():  # the pool made room while the last claim ran
+            waiting.close()
+            return
         jobs = asyncio.ensure_future(waiting)
         room = asyncio.ensure_future(self._nudged.wait())
         try:
