@@ -27,6 +27,9 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
+#: the pids of the PgBouncers running now: children of the test process for the whole
+#: session, which process-leak checks must not count (tests/integration/procpool_support.py)
+RUNNING: set[int] = set()
 BINARY = "/usr/sbin/pgbouncer"
 INSTALL = "apt-get install -y pgbouncer"
 START_TIMEOUT = 20.0
@@ -102,6 +105,7 @@ class PgBouncer:
             command[1:1] = ["-u", "nobody"]
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        RUNNING.add(self.process.pid)
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             try:
@@ -120,7 +124,10 @@ class PgBouncer:
     def stop(self) -> None:
         """End it (SIGINT: a fast shutdown) and wait; idempotent."""
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
+        if process is None:
+            return
+        RUNNING.discard(process.pid)
+        if process.poll() is not None:
             return
         process.send_signal(signal.SIGINT)
         try:

@@ -14,6 +14,7 @@ import pytest
 from taskq import metrics
 from taskq.procpool import ProcessPool
 from taskq.restart import RestartPolicy
+from tests import pgbouncer
 from tests.helpers import async_wait_until
 
 REGISTRY_REF = "tests.integration.procpool_actors:registry"
@@ -118,9 +119,12 @@ def _is_forkserver(pid: int) -> bool:
 
 def leftover_processes() -> dict[int, str]:
     """Descendants of this test process other than multiprocessing's own helpers
-    (the forkserver and the resource tracker, shared by every pool in the process)."""
+    (the forkserver and the resource tracker, shared by every pool in the process) and
+    the session's PgBouncer (tests/pgbouncer.py)."""
     return {
-        pid: state for pid, state in descendants(os.getpid()).items() if not _is_forkserver(pid)
+        pid: state
+        for pid, state in descendants(os.getpid()).items()
+        if not _is_forkserver(pid) and pid not in pgbouncer.RUNNING
     }
 
 
