@@ -52,6 +52,8 @@ from ...settings import HEALTH_DSN_ENV, redact
 from ..sqlfile import load_queries
 
 CONNECT_TIMEOUT = 5.0  # seconds, unless the DSN sets connect_timeout
+#: the ``application_name`` of every connection through a pooler (see ``conninfo_for``)
+POOLED_NAME = "taskq"
 CHECKOUT_TIMEOUT = 10.0  # waiting for a pooled connection before StoreUnavailable
 #: how long the producer's spare connection (``Connections.producer``) may stay out of
 #: the pool before it goes back (so the pool's max_lifetime and checks still reach it)
@@ -131,24 +133,35 @@ class Connections:
         application_name: str | None = None,
     ) -> None:
         self.schema = schema
-        self._application_name = application_name or "taskq"
+        self._application_name = application_name or POOLED_NAME
         self.q = queries(schema)
         self._min_size, self.max_size = min_size, max_size
-        self.direct_conninfo = self.conninfo_for(direct_dsn) if direct_dsn else None
+        #: TASKQ_DSN goes through a pooler (learnt at open; until then assumed, the safe way)
+        self.pooled = True
+        self.direct_conninfo = (
+            self.conninfo_for(direct_dsn, through_pooler=False) if direct_dsn else None
+        )
         self.set_dsn(dsn)
         self.pool: AsyncConnectionPool | None = None
         self._spare: Spare | None = None
-        #: TASKQ_DSN goes through a pooler (learnt at open; until then assumed, the safe way)
-        self.pooled = True
 
     def set_dsn(self, dsn: str) -> None:
         self.dsn = dsn
         self.display_dsn = redact(dsn)
         self.conninfo = self.conninfo_for(dsn)
 
-    def conninfo_for(self, dsn: str, planner: Sequence[str] = ()) -> str:
+    def conninfo_for(
+        self, dsn: str, planner: Sequence[str] = (), *, through_pooler: bool | None = None
+    ) -> str:
         """The conninfo of ``dsn``, with ``planner`` settings as startup options (only
-        for a connection that reaches Postgres directly: a pooler refuses them)."""
+        for a connection that reaches Postgres directly: a pooler refuses them).
+
+        Its ``application_name`` (unless the DSN names one) is the store's own when it
+        reaches Postgres directly, and the same for every client through a pooler
+        (``through_pooler``, default: ``self.pooled``): PgBouncer gives a client any
+        server connection, and one whose ``application_name`` differs from the client's
+        first gets a ``SET application_name``: a statement more for every transaction
+        of a fleet of differently named workers (measured: twice the transactions)."""
         try:
             params = conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as exc:
@@ -159,7 +172,8 @@ class Connections:
             extra = " ".join(f"-c {setting}" for setting in planner)
             params["options"] = f"{params.get('options') or ''} {extra}".strip()
         params.setdefault("connect_timeout", str(int(CONNECT_TIMEOUT)))
-        params.setdefault("application_name", self._application_name)
+        shared = self.pooled if through_pooler is None else through_pooler
+        params.setdefault("application_name", POOLED_NAME if shared else self._application_name)
         return make_conninfo("", **params)
 
     @property
@@ -246,6 +260,7 @@ class Connections:
         server = await self._server(conninfo, self.display_dsn)
         await self._check_direct(server)
         self.pooled = server.pooled
+        conninfo = self.conninfo = self.conninfo_for(self.dsn)  # its name, now it is known
         pool = AsyncConnectionPool(
             conninfo,
             kwargs=self.connection_kwargs,
