@@ -128,9 +128,20 @@ def leftover_processes() -> dict[int, str]:
     }
 
 
+def _cmdlines(pids: dict[int, str]) -> dict[int, str]:
+    """What each left-behind process is (a leak's owner is then easy to find)."""
+    found = {}
+    for pid in pids:
+        try:
+            found[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            found[pid] = "?"
+    return found
+
+
 def assert_no_process_left(pids: list[int] | None = None) -> None:
     left = leftover_processes()
-    assert left == {}, f"processes left behind (pid: state): {left}"
+    assert left == {}, f"processes left behind (pid: state): {left} {_cmdlines(left)}"
     for pid in pids or []:
         stat = _stat(pid)
         assert stat is None or (stat[0] in ("Z", "X") and stat[1] != os.getpid()), (
