@@ -31,6 +31,7 @@ import _cpu
 import _workflows
 import taskq_actors
 import taskq_cpu
+import taskq_dashboard
 import taskq_soak
 import taskq_workflows
 
@@ -511,6 +512,7 @@ def main() -> None:
             "wf_fanin",
             "wf_enqueue",
             "mixed",
+            "dashboard",
         ]
     )
     _cpu.add_arguments(parser)
@@ -552,6 +554,7 @@ def main() -> None:
             "wf_fanin": taskq_workflows.fanin,
             "wf_enqueue": taskq_workflows.wf_enqueue,
             "mixed": taskq_cpu.mixed,
+            "dashboard": taskq_dashboard.dashboard,
         },
     )
 

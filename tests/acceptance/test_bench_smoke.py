@@ -201,3 +201,20 @@ def test_unknown_scenario_family_is_one_clear_line(tmp_path: Path) -> None:
     assert "unknown scenario family 'nope'" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+def test_quick_dashboard_bench_measures_every_page_on_both_stores(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """(n): the dashboard's pages against a filled store, Postgres and SQLite: every
+    page answered (a page that is not 200 fails the run) and timed, the charts' counts
+    timed. Shape only, never a timing."""
+    from benchmarks.scenarios import dashboard
+
+    results, _ = quick_run(pg_dsn, tmp_path, "dashboard")
+    for case, system in (("dashboard", "taskq"), ("dashboard_sqlite", "taskq-sqlite")):
+        run = only_run(results, case, system)
+        assert set(run["pages"]) == set(dashboard.PAGES), case
+        assert all(page["p50_ms"] > 0 for page in run["pages"].values())
+        assert run["rows"] == 20_000 and run["worst_p50_ms"] > 0
+        assert run["first_count_s"] >= 0 and run["minute_count_ms"] > 0

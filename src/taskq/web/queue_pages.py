@@ -27,15 +27,16 @@ from .pages import insight_of, render
 HOUR_SPAN = timedelta(hours=1)
 
 
-async def _recorded(insight: Insight) -> list[QueueDepth]:
-    """The backlog now, after counting the closed minutes and sampling its ages (a
-    dashboard that may not write leaves that to the backlog-metrics leader)."""
-    depths = await insight.queue_backlog()
+async def _recorded(insight: Insight) -> list[QueueStatus]:
+    """Every queue's status now (its backlog included), after counting the closed
+    minutes and sampling the backlog's ages (a dashboard that may not write leaves that
+    to the backlog-metrics leader)."""
+    statuses = await insight.queue_statuses()
     try:
-        await insight.record_activity(depths)
+        await insight.record_activity([q.backlog for q in statuses])
     except StoreError:
         pass  # a read-only role: the leader counts; the charts still read
-    return depths
+    return statuses
 
 
 async def _charts(insight: Insight, now: datetime, queue: str | None) -> dict[str, object]:
@@ -96,11 +97,16 @@ def failure_rate(m: QueueMinute | None) -> float | None:
 
 async def overview(request: Request) -> Response:
     insight = insight_of(request)
-    depths = {d.queue: d for d in await _recorded(insight)}
+    statuses = await _recorded(insight)
+    depths = {
+        q.name: q.backlog
+        for q in statuses
+        if q.backlog.queued or q.backlog.running or q.backlog.dead
+    }
     now = datetime.now(UTC)
     charts = await _charts(insight, now, None)
     hour = hour_totals(charts.pop("hour_rows"), now)  # type: ignore[arg-type]
-    paused = {q.name for q in await insight.queue_statuses() if q.paused}
+    paused = {q.name for q in statuses if q.paused}
     names = sorted(set(depths) | set(hour))
     rows = [
         {"name": n, "depth": depths.get(n), "hour": hour.get(n), "rate": failure_rate(hour.get(n))}
@@ -129,11 +135,11 @@ async def queue(request: Request) -> Response:
     except ConfigError:
         raise HTTPException(404, "not a queue name") from None
     insight = insight_of(request)
-    await _recorded(insight)
+    statuses = await _recorded(insight)
     now = datetime.now(UTC)
     charts = await _charts(insight, now, name)
     charts.pop("hour_rows")
-    status = next((q for q in await insight.queue_statuses() if q.name == name), None)
+    status = next((q for q in statuses if q.name == name), None)
     rows = await insight.activity(now - HOUR_SPAN, bucket=3600, queue=name, by_actor=True)
     by_actor = per_actor(rows)
     return render(

@@ -117,8 +117,9 @@ class PostgresInsight:
         now: datetime | None = None,
     ) -> list[QueueMinute]:
         now = now or datetime.now(UTC)
-        params = {"since": since, "bucket": bucket, "queue": queue, "by_actor": by_actor}
-        counted = minutes(await self._db.fetchall("activity_read", params), _utc)
+        params = {"since": since, "bucket": bucket, "queue": queue}
+        read = "activity_read_actors" if by_actor else "activity_read"
+        counted = minutes(await self._db.fetchall(read, params), _utc)
         row = await self._db.fetchone("activity_upto")
         open_from = row["upto"] if row else minute_of(now)
         live = await self._db.fetchall("activity_live", {"from": open_from})

@@ -899,7 +899,7 @@ SELECT count(*) AS n FROM (SELECT 1 FROM {schema}.jobs WHERE {{job_filter}} LIMI
 SELECT upto FROM {schema}.rollups WHERE name = 'queue_minutes';
 
 -- name: activity_fill
--- description: Count the closed minutes [from, to) per queue and actor (succeeded and dead jobs by finish time, failed runs by job_errors.at) into queue_minutes, and move the watermark to `to`.
+-- description: Count the closed minutes [from, to) per queue and actor, and per queue (actor ''), (succeeded and dead jobs by finish time, failed runs by job_errors.at) into queue_minutes, and move the watermark to `to`.
 WITH events AS (
     SELECT date_trunc('minute', finished_at) AS minute, queue, actor, 1 AS s, 0 AS f, 0 AS d
     FROM {schema}.jobs WHERE state = 'succeeded' AND finished_at >= %(from)s AND finished_at < %(to)s
@@ -912,7 +912,8 @@ WITH events AS (
     WHERE e.at >= %(from)s AND e.at < %(to)s
 ), counted AS (
     INSERT INTO {schema}.queue_minutes (minute, queue, actor, succeeded, failed_runs, dead)
-    SELECT minute, queue, actor, sum(s), sum(f), sum(d) FROM events GROUP BY minute, queue, actor
+    SELECT minute, queue, coalesce(actor, ''), sum(s), sum(f), sum(d) FROM events
+    GROUP BY GROUPING SETS ((minute, queue, actor), (minute, queue))
     ON CONFLICT (minute, queue, actor) DO UPDATE
     SET succeeded = excluded.succeeded, failed_runs = excluded.failed_runs, dead = excluded.dead
     RETURNING 1
@@ -944,13 +945,21 @@ SET backlog_age = greatest(queue_minutes.backlog_age, excluded.backlog_age);
 DELETE FROM {schema}.queue_minutes WHERE minute < %(before)s;
 
 -- name: activity_read
--- description: The counted minutes since a time in buckets of `bucket` seconds, per queue (and actor when by_actor), oldest first.
+-- description: The queues' counted minutes (their rows of actor '') since a time, in buckets of `bucket` seconds, oldest first.
 SELECT to_timestamp(floor(extract(epoch FROM minute) / %(bucket)s) * %(bucket)s) AS minute,
-       queue, CASE WHEN %(by_actor)s THEN actor ELSE '' END AS actor,
-       sum(succeeded) AS succeeded, sum(failed_runs) AS failed_runs, sum(dead) AS dead,
-       max(backlog_age) AS backlog_age
+       queue, '' AS actor, sum(succeeded) AS succeeded, sum(failed_runs) AS failed_runs,
+       sum(dead) AS dead, max(backlog_age) AS backlog_age
 FROM {schema}.queue_minutes
-WHERE minute >= %(since)s AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+WHERE actor = '' AND minute >= %(since)s AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+GROUP BY 1, 2 ORDER BY 1, 2;
+
+-- name: activity_read_actors
+-- description: The actors' counted minutes since a time, in buckets of `bucket` seconds, per queue and actor, oldest first.
+SELECT to_timestamp(floor(extract(epoch FROM minute) / %(bucket)s) * %(bucket)s) AS minute,
+       queue, actor, sum(succeeded) AS succeeded, sum(failed_runs) AS failed_runs,
+       sum(dead) AS dead, NULL::float8 AS backlog_age
+FROM {schema}.queue_minutes
+WHERE actor <> '' AND minute >= %(since)s AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
 
 -- name: job_errors

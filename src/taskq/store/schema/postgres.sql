@@ -217,6 +217,8 @@ CREATE UNIQUE INDEX jobs_unique_idx ON jobs USING btree (unique_key) WHERE ((uni
 
 CREATE INDEX jobs_workflow_idx ON jobs USING btree (workflow_id) WHERE (workflow_id IS NOT NULL);
 
+CREATE INDEX queue_minutes_totals_idx ON queue_minutes USING btree (minute, queue) WHERE (actor = ''::text);
+
 CREATE INDEX workers_wg_lookup_idx ON workers USING btree (workgroup_instance, worker_label, last_seen_at DESC) WHERE (workgroup_instance IS NOT NULL);
 
 CREATE INDEX workflows_finished_idx ON workflows USING btree (finished_at) WHERE (finished_at IS NOT NULL);

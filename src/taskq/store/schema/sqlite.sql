@@ -176,6 +176,8 @@ CREATE UNIQUE INDEX jobs_unique_idx ON jobs (unique_key)
 
 CREATE INDEX jobs_workflow_idx ON jobs (workflow_id) WHERE workflow_id IS NOT NULL;
 
+CREATE INDEX queue_minutes_totals_idx ON queue_minutes (minute, queue) WHERE actor = '';
+
 CREATE INDEX workers_wg_lookup_idx ON workers (workgroup_instance, worker_label, last_seen_at DESC)
     WHERE workgroup_instance IS NOT NULL;
 

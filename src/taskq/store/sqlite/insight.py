@@ -74,6 +74,8 @@ class SqliteInsight:
             params["args"], params["kwargs"], params["meta"] = filters.patterns()
             params["scan"] = SEARCH_SCAN
             rows = await read(self._store, "search_jobs", params)
+        elif filters.state == "dead" and filters.queue is not None:
+            rows = await read(self._store, "browse_dead_in_queue", params)
         else:
             rows = await read(self._store, "browse_jobs", params)
         return [self._codec.job(r) for r in rows]
@@ -81,7 +83,9 @@ class SqliteInsight:
     async def count_jobs(self, filters: JobFilter, *, cap: int) -> int:
         params = _filter(filters, None)
         params["cap"] = cap
-        (row,) = await read(self._store, "count_jobs", params)
+        dead_in_queue = filters.state == "dead" and filters.queue is not None
+        statement = "count_dead_in_queue" if dead_in_queue else "count_jobs"
+        (row,) = await read(self._store, statement, params)
         return int(row["n"])
 
     async def record_activity(
@@ -111,8 +115,9 @@ class SqliteInsight:
         now: datetime | None = None,
     ) -> list[QueueMinute]:
         now = now or datetime.now(UTC)
-        params = {"since": ts(since), "bucket": bucket, "queue": queue, "by_actor": by_actor}
-        counted = minutes(await read(self._store, "activity_read", params), dt)
+        params = {"since": ts(since), "bucket": bucket, "queue": queue}
+        statement = "activity_read_actors" if by_actor else "activity_read"
+        counted = minutes(await read(self._store, statement, params), dt)
         (row,) = await read(self._store, "activity_upto") or [None]
         current = minute_of(now)
         live = await read(

@@ -572,6 +572,17 @@ WHERE {{job_filter}}
 ORDER BY id DESC
 LIMIT :limit;
 
+-- name: browse_dead_in_queue
+-- description: browse_jobs for one queue's dead jobs: the state and queue written out, so that SQLite walks jobs_dead_idx (queue, id), however few they are among many finished jobs (a parameter's state or queue would hide the partial index).
+SELECT {{job_columns}}
+FROM jobs
+WHERE state = 'dead' AND queue = :queue AND id < :before AND id >= :id_low
+  AND (:actor IS NULL OR actor = :actor)
+  AND (:error IS NULL OR instr(lower(last_error), lower(:error)) > 0)
+  AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value = :tag))
+ORDER BY id DESC
+LIMIT :limit;
+
 -- name: search_jobs
 -- description: browse_jobs with JSON containment (taskq_json_contains, as jsonb's @>) on arguments, keyword arguments or meta, looking at most at the newest `scan` jobs the other filters keep.
 SELECT {{job_columns}}
@@ -586,12 +597,23 @@ LIMIT :limit;
 -- description: How many jobs the filters keep, counted up to `cap` (a bulk action's confirmation).
 SELECT count(*) AS n FROM (SELECT 1 FROM jobs WHERE {{job_filter}} LIMIT :cap);
 
+-- name: count_dead_in_queue
+-- description: count_jobs for one queue's dead jobs, through jobs_dead_idx (as browse_dead_in_queue).
+SELECT count(*) AS n FROM (
+    SELECT 1 FROM jobs
+    WHERE state = 'dead' AND queue = :queue AND id < :before AND id >= :id_low
+      AND (:actor IS NULL OR actor = :actor)
+      AND (:error IS NULL OR instr(lower(last_error), lower(:error)) > 0)
+      AND (:tag IS NULL OR EXISTS (SELECT 1 FROM json_each(jobs.tags) WHERE value = :tag))
+    LIMIT :cap
+);
+
 -- name: activity_upto
 -- description: Up to which minute queue_minutes holds counts.
 SELECT upto FROM rollups WHERE name = 'queue_minutes';
 
 -- name: activity_fill
--- description: Count the closed minutes [from, to) per queue and actor (succeeded and dead jobs by finish time, failed runs by job_errors.at) into queue_minutes.
+-- description: Count the closed minutes [from, to) per queue and actor, and per queue (actor ''), (succeeded and dead jobs by finish time, failed runs by job_errors.at) into queue_minutes.
 INSERT INTO queue_minutes (minute, queue, actor, succeeded, failed_runs, dead)
 SELECT minute, queue, actor, sum(s), sum(f), sum(d) FROM (
     SELECT CAST(finished_at / 60 AS INTEGER) * 60.0 AS minute, queue, actor, 1 AS s, 0 AS f, 0 AS d
@@ -604,6 +626,18 @@ SELECT minute, queue, actor, sum(s), sum(f), sum(d) FROM (
     FROM job_errors AS e JOIN jobs AS j ON j.id = e.job_id
     WHERE e.at >= :from AND e.at < :to
 ) AS events WHERE true GROUP BY minute, queue, actor
+UNION ALL
+SELECT minute, queue, '', sum(s), sum(f), sum(d) FROM (
+    SELECT CAST(finished_at / 60 AS INTEGER) * 60.0 AS minute, queue, 1 AS s, 0 AS f, 0 AS d
+    FROM jobs WHERE state = 'succeeded' AND finished_at >= :from AND finished_at < :to
+    UNION ALL
+    SELECT CAST(finished_at / 60 AS INTEGER) * 60.0, queue, 0, 0, 1
+    FROM jobs WHERE state = 'dead' AND finished_at >= :from AND finished_at < :to
+    UNION ALL
+    SELECT CAST(e.at / 60 AS INTEGER) * 60.0, j.queue, 0, 1, 0
+    FROM job_errors AS e JOIN jobs AS j ON j.id = e.job_id
+    WHERE e.at >= :from AND e.at < :to
+) AS totals WHERE true GROUP BY minute, queue
 ON CONFLICT (minute, queue, actor) DO UPDATE
 SET succeeded = excluded.succeeded, failed_runs = excluded.failed_runs, dead = excluded.dead;
 
@@ -636,13 +670,21 @@ SET backlog_age = max(coalesce(queue_minutes.backlog_age, 0), excluded.backlog_a
 DELETE FROM queue_minutes WHERE minute < :before;
 
 -- name: activity_read
--- description: The counted minutes since a time in buckets of `bucket` seconds, per queue (and actor when by_actor), oldest first.
-SELECT CAST(minute / :bucket AS INTEGER) * :bucket AS minute,
-       queue, CASE WHEN :by_actor THEN actor ELSE '' END AS actor,
+-- description: The queues' counted minutes (their rows of actor '') since a time, in buckets of `bucket` seconds, oldest first.
+SELECT CAST(minute / :bucket AS INTEGER) * :bucket AS minute, queue, '' AS actor,
        sum(succeeded) AS succeeded, sum(failed_runs) AS failed_runs, sum(dead) AS dead,
        max(backlog_age) AS backlog_age
 FROM queue_minutes
-WHERE minute >= :since AND (:queue IS NULL OR queue = :queue)
+WHERE actor = '' AND minute >= :since AND (:queue IS NULL OR queue = :queue)
+GROUP BY 1, 2 ORDER BY 1, 2;
+
+-- name: activity_read_actors
+-- description: The actors' counted minutes since a time, in buckets of `bucket` seconds, per queue and actor, oldest first.
+SELECT CAST(minute / :bucket AS INTEGER) * :bucket AS minute, queue, actor,
+       sum(succeeded) AS succeeded, sum(failed_runs) AS failed_runs, sum(dead) AS dead,
+       NULL AS backlog_age
+FROM queue_minutes
+WHERE actor <> '' AND minute >= :since AND (:queue IS NULL OR queue = :queue)
 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
 
 -- name: job_errors

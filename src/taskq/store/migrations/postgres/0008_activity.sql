@@ -5,7 +5,8 @@
 -- a chart of the last day reads at most 1,440 rows a queue and actor, however many jobs the
 -- store holds. `rollups` remembers up to which minute they are counted. backlog_age is
 -- the age of the oldest due queued job, the largest sampled in that minute (by the
--- backlog-metrics leader and by an open dashboard), in the row of actor ''.
+-- backlog-metrics leader and by an open dashboard), in the queue's row of actor '', which
+-- also holds the queue's totals.
 CREATE TABLE queue_minutes (
     minute      timestamptz      NOT NULL,
     queue       text             NOT NULL,
@@ -16,6 +17,10 @@ CREATE TABLE queue_minutes (
     backlog_age double precision,
     PRIMARY KEY (minute, queue, actor)
 );
+
+-- the queue's totals (every actor), and its backlog samples, are the rows of actor '':
+-- the charts of the whole store and of a queue read only those
+CREATE INDEX queue_minutes_totals_idx ON queue_minutes (minute, queue) WHERE actor = '';
 
 CREATE TABLE rollups (
     name text        PRIMARY KEY,

@@ -11,6 +11,10 @@ CREATE TABLE queue_minutes (
     PRIMARY KEY (minute, queue, actor)
 );
 
+-- the queue's totals (every actor), and its backlog samples, are the rows of actor '':
+-- the charts of the whole store and of a queue read only those
+CREATE INDEX queue_minutes_totals_idx ON queue_minutes (minute, queue) WHERE actor = '';
+
 CREATE TABLE rollups (
     name TEXT PRIMARY KEY,
     upto REAL NOT NULL
