@@ -29,7 +29,7 @@ from .jobs import ActorConfig, JobId
 from .middleware import Middleware
 from .operations import AsyncOperations, Operations
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES
-from .plan import NO_OPTIONS, EnqueueOptions, EnqueuePlan
+from .plan import NO_OPTIONS, ActorPlan, EnqueueOptions
 from .portal import Portal
 from .registry import Actor
 from .specs import ActorRef, Item, UniqueKey
@@ -370,7 +370,7 @@ class Client(Operations):
         await self._async.open()
         return await self._async.store.actor_configs()
 
-    def _write(self, plan: EnqueuePlan, target: txn.Target | None = None) -> list[JobId]:
+    def _write(self, plan: ActorPlan, target: txn.Target | None = None) -> list[JobId]:
         """Where the plan is written: the caller's connection on this thread; plain
         rows on this thread (``LocalEnqueue``); else on the loop thread."""
         enqueuer = self.enqueuer
@@ -382,7 +382,7 @@ class Client(Operations):
             return enqueuer.write_here(plan)
         return self.run(self._write_async(plan))
 
-    async def _write_async(self, plan: EnqueuePlan) -> list[JobId]:
+    async def _write_async(self, plan: ActorPlan) -> list[JobId]:
         await self._async.open()
         return await self.enqueuer.write(plan)
 
@@ -410,8 +410,9 @@ class Client(Operations):
         target = self._target(connection)
         from .workflows import submit
 
-        row = self.run(submit.prepare(self._async, wf))
-        return submit.enqueue_on(self._async.store, target, row, self._identity)
+        planned = self.run(submit.prepare(self._async, wf))
+        self.enqueuer.write_workflow_on(planned, target, self._identity)
+        return planned.workflow_id
 
     def workflow(self, workflow_id: UUID | str) -> WorkflowInfo:
         return self.run(self._async.workflow(workflow_id))

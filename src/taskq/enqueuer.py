@@ -1,6 +1,7 @@
-"""The one enqueue both clients share: options and arguments -> an ``EnqueuePlan`` (the
-builder, ``specs.JobBuilder``), the middleware's enqueue hooks around the write, and the
-write itself. ``AsyncClient`` and ``Client`` each drive it with their own I/O (httpx's
+"""The one enqueue both clients share: options and arguments -> an ``ActorPlan`` (the
+builder, ``specs.JobBuilder``; a workflow's run -> a ``WorkflowPlan``,
+``workflows/plan.py``), the middleware's enqueue hooks around the write, and the write
+itself. ``AsyncClient`` and ``Client`` each drive it with their own I/O (httpx's
 shared base, taskq/client.py): neither reaches into the other.
 
 Where a plan's rows are written, and why each path exists:
@@ -19,8 +20,10 @@ Where a plan's rows are written, and why each path exists:
   own transaction, with the same statements (``store/enqueue.py``).
 
 ``insert`` / ``insert_on`` are the seam for writing the specs of several plans in one
-transaction (a workflow's steps): "insert these rows on this connection, all or
-nothing".
+transaction: "insert these rows on this connection, all or nothing". A workflow's steps
+carry their place in the graph as well: ``write_workflow`` / ``write_workflow_on`` write
+them with the store's ``enqueue_workflow`` (``COPY`` from 100 steps) or on the caller's
+connection, the hooks around them as around any plan.
 """
 
 from __future__ import annotations
@@ -33,11 +36,12 @@ from uuid import UUID
 from . import txn
 from .jobs import ActorConfig, JobId, JobSpec
 from .middleware import EnqueueHooks, Middleware
-from .plan import EnqueuePlan
+from .plan import ActorPlan, WorkflowPlan
 from .registry import Actor
 from .specs import ActorRef, JobBuilder
 from .store import Store
 from .store.base import LocalEnqueue
+from .store.workflows import pg_workflow_steps, sqlite_insert_workflow
 from .tracing import EnqueueTracing
 
 #: how long the stored actor configurations (enqueue by name) are trusted
@@ -87,7 +91,7 @@ class Enqueuer:
         return configs
 
     # -- writing -----------------------------------------------------------------------
-    async def write(self, plan: EnqueuePlan, connection: Any = None) -> list[JobId]:
+    async def write(self, plan: ActorPlan, connection: Any = None) -> list[JobId]:
         """Write ``plan`` (all or nothing) on the store's connection, or on the caller's
         ``connection`` in its transaction; the hooks around it."""
         if not len(plan):
@@ -98,11 +102,11 @@ class Enqueuer:
                 return plan.job_ids()
             return plan.job_ids(await self.insert(plan.specs(), connection))
 
-    def can_write_here(self, plan: EnqueuePlan) -> bool:
+    def can_write_here(self, plan: ActorPlan) -> bool:
         """Can ``write_here`` write it (plain rows, a store with a calling-thread write)?"""
         return self.here is not None and plan.is_plain
 
-    def write_here(self, plan: EnqueuePlan) -> list[JobId]:
+    def write_here(self, plan: ActorPlan) -> list[JobId]:
         """``write`` of a plain plan on the calling thread (``can_write_here``); the
         store must be open."""
         assert self.here is not None and plan.is_plain
@@ -113,7 +117,7 @@ class Enqueuer:
             return plan.job_ids()
 
     def write_on(
-        self, plan: EnqueuePlan, target: txn.Target, identity: Callable[[], txn.Identity]
+        self, plan: ActorPlan, target: txn.Target, identity: Callable[[], txn.Identity]
     ) -> list[JobId]:
         """``write`` on a caller's synchronous connection, on the calling thread
         (``identity``: the store's own, asked the first time a connection is checked)."""
@@ -121,6 +125,23 @@ class Enqueuer:
             return []
         with self.hooks.around(plan):
             return plan.job_ids(self.insert_on(plan.specs(), target, identity))
+
+    async def write_workflow(self, plan: WorkflowPlan, connection: Any = None) -> None:
+        """Write every step of a workflow's run (all or nothing) on the store's
+        connection, or on the caller's ``connection`` in its transaction; the hooks
+        around it (they may add meta: the row is read once they ran)."""
+        with self.hooks.around(plan):
+            if connection is None:
+                await self.store.enqueue_workflow(plan.workflow)
+            else:
+                await txn.write_async(self.store, connection, _workflow_write(plan))
+
+    def write_workflow_on(
+        self, plan: WorkflowPlan, target: txn.Target, identity: Callable[[], txn.Identity]
+    ) -> None:
+        """``write_workflow`` on a caller's synchronous connection, on the calling thread."""
+        with self.hooks.around(plan):
+            txn.write_sync(self.store, target, _workflow_write(plan), identity)
 
     async def insert(self, specs: Sequence[JobSpec], connection: Any = None) -> list[UUID]:
         """Insert ``specs`` (of any actors) in one transaction, all or nothing: on the
@@ -136,3 +157,11 @@ class Enqueuer:
     ) -> list[UUID]:
         """``insert`` on a caller's synchronous connection, on the calling thread."""
         return txn.enqueue_sync(self.store, target, specs, identity)
+
+
+def _workflow_write(plan: WorkflowPlan) -> txn.Write:
+    """A workflow's insert on a caller's connection, for either engine."""
+    row = plan.workflow
+    return txn.Write(
+        lambda sql: pg_workflow_steps(sql, row), lambda conn: sqlite_insert_workflow(conn, row)
+    )

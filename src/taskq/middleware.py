@@ -10,8 +10,11 @@ Subclass it and override the hooks you need (the base ones do nothing)::
 
 **Enqueue hooks** run in the producer (``Client(dsn, middleware=[...])``, the same for
 ``AsyncClient``) around every enqueue call (``enqueue``, ``enqueue_with``,
-``enqueue_many``), on the caller's thread or task: ``before_enqueue`` in list order
-before the jobs are written, ``after_enqueue`` in reverse order after. A
+``enqueue_many``: an ``ActorPlan``; ``enqueue_workflow``: one ``WorkflowPlan`` with every
+step of the run, of several actors: ``plan.actors[i]`` is job ``plan.ids[i]``'s), on
+the caller's thread or task (or the ``Client``'s loop thread, in the caller's context):
+``before_enqueue`` in list order before the jobs are written, ``after_enqueue`` in
+reverse order after. A
 ``before_enqueue`` that raises refuses the enqueue: nothing is written and the exception
 reaches the caller (the hooks that already ran get ``after_enqueue`` with it). An
 ``after_enqueue`` that raises is logged (``middleware-hook-failed``) and changes nothing:

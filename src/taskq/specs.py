@@ -4,7 +4,7 @@
 (``template``: the actor's options or its recorded configuration, queue, delay or
 run_at, priority, unique option, meta, tags), then checks each job's arguments against
 an ``Actor``'s signature (``taskq.arguments``) and encodes them, and returns the call's
-``EnqueuePlan`` (``one``, ``many``). The ``Enqueuer`` (both clients') uses it.
+``ActorPlan`` (``one``, ``many``). The ``Enqueuer`` (both clients') uses it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .exceptions import ActorNotFound, ConfigError
 from .ids import uuid7_int, uuid7_ints
 from .jobs import ActorConfig, JobColumns, JobSpec, new_job_ids
 from .payload import check_tags, encode_arguments, encode_meta, fast_dumps
-from .plan import NO_OPTIONS, EnqueueOptions, EnqueuePlan
+from .plan import NO_OPTIONS, ActorPlan, EnqueueOptions
 from .registry import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_CRASHES,
@@ -66,7 +66,7 @@ class Template:
 
 
 class JobBuilder:
-    """Actor + arguments + options -> ``EnqueuePlan``. No I/O.
+    """Actor + arguments + options -> ``ActorPlan``. No I/O.
 
     Everything that is the same for a batch (the actor's options, validation of the
     queue, delay and priority) is worked out once, in ``template``; then each job's
@@ -216,7 +216,7 @@ class JobBuilder:
         kwargs: Mapping[str, Any] | None,
         options: EnqueueOptions,
         known: Mapping[str, ActorConfig],
-    ) -> EnqueuePlan:
+    ) -> ActorPlan:
         """The plan of one job (``enqueue``, ``enqueue_with``)."""
         t = self.template(actor, options, known)
         kwargs = kwargs or {}
@@ -234,11 +234,11 @@ class JobBuilder:
         rows = _columns(t, new_job_ids([uuid7_int()]), [encoded], [kwargs_encoded])
         key = options.unique_key if isinstance(options.unique_key, str) else None
         if key is None and t.unique is None:
-            return EnqueuePlan(rows, options)
+            return ActorPlan(rows, options)
         if key is not None:
             check_text(key, "a unique key")
         unique = t.unique or _DEFAULT_UNIQUE
-        return EnqueuePlan(
+        return ActorPlan(
             rows, options, [unique.key_for(t.actor, args, kwargs, key=key)], unique.states_text
         )
 
@@ -249,7 +249,7 @@ class JobBuilder:
         options: EnqueueOptions,
         known: Mapping[str, ActorConfig],
         unique_keys: Sequence[str | None] | None = None,
-    ) -> EnqueuePlan:
+    ) -> ActorPlan:
         """The plan of many jobs of one actor (``enqueue_many``). Each item is ``(args,
         kwargs)``; a bare list/tuple that is not such a pair is taken as positional
         args. ``unique_keys``: one key (or ``None``) per item."""
@@ -262,7 +262,7 @@ class JobBuilder:
         args_json, kwargs_json = self._arguments(t, actor, items)
         rows = _columns(t, new_job_ids(uuid7_ints(len(items))), args_json, kwargs_json)
         if unique_keys is None and t.unique is None:
-            return EnqueuePlan(rows, options)
+            return ActorPlan(rows, options)
         unique = t.unique or _DEFAULT_UNIQUE
         keys: list[str | None] = []
         for i, item in enumerate(items):
@@ -274,7 +274,7 @@ class JobBuilder:
                 check_text(key, "a unique key")
             args, kwargs = _item_arguments(item)
             keys.append(unique.key_for(t.actor, args, kwargs, key=key))
-        return EnqueuePlan(rows, options, keys, unique.states_text)
+        return ActorPlan(rows, options, keys, unique.states_text)
 
     def _arguments(
         self, t: Template, actor: ActorRef, items: Sequence[Item | Sequence[Any]]

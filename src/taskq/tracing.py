@@ -6,8 +6,12 @@ one trace from the producer to the worker.
   span (kind PRODUCER; attributes ``taskq.actor``, ``taskq.queue``, ``taskq.job.count``
   and, for one job, ``taskq.job.id``; status ERROR when the write failed), a child of
   the caller's current span, and the W3C ``traceparent`` of that span is stored in each
-  job's ``meta`` (key ``traceparent``; ``before_enqueue``). Without an SDK configured,
-  OpenTelemetry's API is a no-op and nothing is stored.
+  job's ``meta`` (key ``traceparent``; ``before_enqueue``). An ``enqueue_workflow`` is
+  one ``taskq enqueue workflow <name>`` span for the whole run (``taskq.workflow.id``,
+  ``taskq.workflow.name``, ``taskq.workflow.steps`` and ``taskq.job.count``: the step
+  count), its ``traceparent`` on every step's job, so each step's run span is its
+  child. Without an SDK configured, OpenTelemetry's API is a no-op and nothing is
+  stored.
 - **Run.** ``TracingMiddleware`` (``TASKQ_WORKER_MIDDLEWARE=taskq.tracing:TracingMiddleware``)
   makes each run a ``taskq run <actor>`` span (kind CONSUMER), a child of the enqueue
   span when the job carries a ``traceparent``, current while the actor runs (spans the
@@ -28,7 +32,7 @@ from uuid import UUID
 
 from .jobs import ClaimedJob, Outcome, OutcomeKind
 from .middleware import Middleware
-from .plan import EnqueuePlan
+from .plan import EnqueuePlan, WorkflowPlan
 
 META_KEY = "traceparent"
 TRACER_NAME = "taskq"
@@ -85,19 +89,8 @@ class EnqueueTracing(Middleware):
         tracer = None if otel is None else _tracer(otel)
         if tracer is None or not len(plan):
             return
-        count = len(plan)
-        attributes: dict[str, Any] = {
-            "taskq.actor": plan.actor,
-            "taskq.queue": plan.queue,
-            "taskq.job.count": count,
-            "messaging.system": "taskq",
-            "messaging.destination.name": plan.queue,
-        }
-        if count == 1:
-            attributes["taskq.job.id"] = str(plan.ids[0])
-        span = tracer.start_span(
-            f"taskq enqueue {plan.actor}", kind=otel.trace.SpanKind.PRODUCER, attributes=attributes
-        )
+        name, attributes = _enqueue_span(plan)
+        span = tracer.start_span(name, kind=otel.trace.SpanKind.PRODUCER, attributes=attributes)
         carrier: dict[str, str] = {}
         otel.propagate.inject(carrier, context=otel.trace.set_span_in_context(span))
         traceparent = carrier.get(META_KEY)
@@ -120,6 +113,28 @@ class EnqueueTracing(Middleware):
             trace = _otel().trace
             span.set_status(trace.Status(trace.StatusCode.ERROR, type(error).__name__))
         span.end()
+
+
+def _enqueue_span(plan: EnqueuePlan) -> tuple[str, dict[str, Any]]:
+    """The name and attributes of a plan's enqueue span."""
+    count = len(plan)
+    attributes: dict[str, Any] = {"taskq.job.count": count, "messaging.system": "taskq"}
+    if isinstance(plan, WorkflowPlan):
+        attributes["taskq.workflow.id"] = str(plan.workflow_id)
+        attributes["taskq.workflow.name"] = plan.workflow_name
+        attributes["taskq.workflow.steps"] = count
+        name = f"taskq enqueue workflow {plan.workflow_name}"
+    else:
+        name = f"taskq enqueue {plan.actor}"
+        if count == 1:
+            attributes["taskq.job.id"] = str(plan.ids[0])
+    # a workflow's steps of one actor, or on one queue, say so too
+    for key, value in (("taskq.actor", plan.actor), ("taskq.queue", plan.queue)):
+        if value != "*":
+            attributes[key] = value
+    if "taskq.queue" in attributes:
+        attributes["messaging.destination.name"] = attributes["taskq.queue"]
+    return name, attributes
 
 
 def _parent(job: ClaimedJob) -> Any:

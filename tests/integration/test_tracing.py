@@ -160,3 +160,51 @@ def test_a_run_is_the_child_span_of_its_enqueue_across_processes(
     lone = runs[str(untraced)]
     assert lone["parent_span_id"] == f"{by_job[str(untraced)].context.span_id:016x}"
     assert lone["trace_id"] != run_ok["trace_id"]
+
+
+def test_a_workflow_enqueue_is_one_span_parent_of_every_steps_run(
+    target, exporter: InMemorySpanExporter, worker: Path
+) -> None:
+    from taskq import group, step
+
+    exporter.clear()
+    tracer = trace.get_tracer("producer")
+    wf = group(step(traced_ok, 1), step(traced_ok, 2), then=step(traced_ok, 3), name="traced")
+    with Client(target.dsn, schema=target.schema) as client:
+        with tracer.start_as_current_span("http request"):
+            wf_id = client.enqueue_workflow(wf)
+        info = wait_until(
+            lambda: (i := client.workflow(wf_id)).state == "succeeded" and i,
+            timeout=60,
+            what="the traced workflow finished",
+        )
+        metas = [client.get(s.id).meta for s in info.steps]
+    local = exporter.get_finished_spans()
+    (request,) = [s for s in local if s.name == "http request"]
+    (span,) = [s for s in local if s.name.startswith("taskq enqueue")]  # one for the run
+    assert span.name == "taskq enqueue workflow traced"
+    assert span.kind.name == "PRODUCER" and span.parent.span_id == request.context.span_id
+    assert {
+        "taskq.workflow.id": str(wf_id),
+        "taskq.workflow.name": "traced",
+        "taskq.workflow.steps": 3,
+        "taskq.job.count": 3,
+        "taskq.actor": traced_ok.name,  # every step is one actor's, on one queue
+        "taskq.queue": "traced",
+    }.items() <= dict(span.attributes).items()
+    traceparent = f"00-{request.context.trace_id:032x}-{span.context.span_id:016x}-"
+    assert [m["traceparent"][: len(traceparent)] for m in metas] == [traceparent] * 3
+    assert len({m["traceparent"] for m in metas}) == 1  # the same on every step's job
+
+    spans = wait_until(
+        lambda: (
+            (s := [x for x in read_spans(worker) if x["name"].startswith("taskq run")])
+            and len(s) == 3
+            and s
+        ),
+        timeout=30,
+        what="the worker's run spans of the three steps",
+    )
+    assert {x["attributes"]["taskq.job.id"] for x in spans} == {str(s.id) for s in info.steps}
+    assert {x["parent_span_id"] for x in spans} == {f"{span.context.span_id:016x}"}
+    assert {x["trace_id"] for x in spans} == {f"{request.context.trace_id:032x}"}

@@ -41,11 +41,14 @@ def _pg_ids(ids: Iterable[UUID]) -> str:
     return pgarray.uuids(ids)
 
 
-def pg_steps_params(workflow_id: UUID, steps: Sequence[StepRow]) -> dict[str, Any]:
-    """The parallel arrays of ``workflow_steps_insert``."""
+def pg_steps_params(
+    workflow_id: UUID, steps: Sequence[StepRow], meta_json: str | None = None
+) -> dict[str, Any]:
+    """The parallel arrays of ``workflow_steps_insert`` (``meta_json`` on every step)."""
     return {
         "workflow_id": workflow_id,
         "waiting": WAITING_RUN_AT,
+        "meta": meta_json,
         "ids": pgarray.uuids(s.spec.id for s in steps),
         "actors": pgarray.texts(s.spec.actor for s in steps),
         "queues": pgarray.texts(s.spec.queue for s in steps),
@@ -71,13 +74,15 @@ def pg_workflow_steps(statements: Mapping[str, str], workflow: WorkflowRow) -> S
         {"id": workflow.id, "name": workflow.name, "steps": len(workflow.steps)},
         False,
     )
-    yield statements["workflow_steps_insert"], pg_steps_params(workflow.id, workflow.steps), False
+    params = pg_steps_params(workflow.id, workflow.steps, workflow.meta_json)
+    yield statements["workflow_steps_insert"], params, False
     return [s.spec.id for s in workflow.steps]
 
 
 def copy_rows(workflow: WorkflowRow, *, waiting: bool) -> Iterator[tuple[Any, ...]]:
     """The steps that wait (``waiting``) or are due now, as rows of
     ``workflow_steps_copy[_waiting]``."""
+    meta = workflow.meta_json
     for s in workflow.steps:
         if bool(s.upstream) is not waiting:
             continue
@@ -98,14 +103,16 @@ def copy_rows(workflow: WorkflowRow, *, waiting: bool) -> Iterator[tuple[Any, ..
             list(s.downstream),
             len(s.upstream),
             str(s.on_failure),
+            meta,
         )
         yield (*row, WAITING_RUN_AT) if waiting else row
 
 
 def sqlite_step_rows(
-    workflow_id: UUID, steps: Sequence[StepRow], now: float
+    workflow_id: UUID, steps: Sequence[StepRow], now: float, meta_json: str | None = None
 ) -> list[tuple[Any, ...]]:
-    """``steps`` as the rows of the SQLite ``workflow_steps_insert``."""
+    """``steps`` as the rows of the SQLite ``workflow_steps_insert`` (``meta_json`` on
+    every step)."""
     waiting = WAITING_RUN_AT.timestamp()
     wf = str(workflow_id)
     return [
@@ -127,6 +134,7 @@ def sqlite_step_rows(
             json.dumps([uuid_text(u.int) for u in s.downstream]),
             len(s.upstream),
             str(s.on_failure),
+            meta_json,
         )
         for s in steps
     ]
@@ -141,7 +149,8 @@ def sqlite_insert_workflow(db: Any, workflow: WorkflowRow) -> list[UUID]:
         {"id": str(workflow.id), "name": workflow.name, "steps": len(workflow.steps), "now": now},
     )
     db.executemany(
-        queries["workflow_steps_insert"], sqlite_step_rows(workflow.id, workflow.steps, now)
+        queries["workflow_steps_insert"],
+        sqlite_step_rows(workflow.id, workflow.steps, now, workflow.meta_json),
     )
     return [s.spec.id for s in workflow.steps]
 

@@ -54,11 +54,13 @@ class StepRow:
 
 @dataclass(frozen=True, slots=True)
 class WorkflowRow:
-    """A workflow to insert, every step with it."""
+    """A workflow to insert, every step with it. ``meta_json``: the meta every step's
+    job carries (what ``before_enqueue`` hooks add: a trace context, a request id)."""
 
     id: UUID
     name: str
     steps: Sequence[StepRow]
+    meta_json: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

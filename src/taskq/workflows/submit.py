@@ -2,24 +2,23 @@
 
 ``AsyncClient`` and ``Client`` each have one-line methods that land here. A run is
 checked and built with no I/O (``plan``) but for the recorded configurations of
-actors given by name, then written in one transaction: the store's own connection, or
-the caller's (``connection=``, the same resolution and checks as ``enqueue_with``,
-``taskq.txn``).
+actors given by name, as a ``WorkflowPlan``; the client's ``Enqueuer`` writes it as it
+writes any plan, the middleware's enqueue hooks (and taskq's enqueue tracing: one span
+a run) around it, in one transaction: the store's own connection, or the caller's
+(``connection=``, the same resolution and checks as ``enqueue_with``, ``taskq.txn``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from .. import txn
 from ..exceptions import ConfigError, WorkflowNotFound
-from ..store.workflows import pg_workflow_steps, sqlite_insert_workflow
+from ..plan import WorkflowPlan
 from .graph import Workflow
-from .model import WorkflowInfo, WorkflowRow, WorkflowState
+from .model import WorkflowInfo, WorkflowState
 from .plan import plan
 
 if TYPE_CHECKING:
@@ -35,13 +34,7 @@ def parse_workflow_id(workflow_id: UUID | str) -> UUID:
         raise WorkflowNotFound(f"invalid workflow id {workflow_id!r}: expected a UUID") from None
 
 
-def _write(row: WorkflowRow) -> txn.Write:
-    return txn.Write(
-        lambda sql: pg_workflow_steps(sql, row), lambda conn: sqlite_insert_workflow(conn, row)
-    )
-
-
-async def prepare(client: AsyncClient, wf: Workflow) -> WorkflowRow:
+async def prepare(client: AsyncClient, wf: Workflow) -> WorkflowPlan:
     """One run of ``wf``, checked and built (nothing written)."""
     if not isinstance(wf, Workflow):
         raise ConfigError(f"enqueue_workflow takes a taskq.Workflow, got {type(wf).__name__}")
@@ -50,24 +43,13 @@ async def prepare(client: AsyncClient, wf: Workflow) -> WorkflowRow:
     known = enqueuer.known(ref.step.actor for ref in wf.steps)
     if known is None:
         known = enqueuer.learn(await client.store.actor_configs())
-    return plan(wf, enqueuer.builder, known)
+    return WorkflowPlan(plan(wf, enqueuer.builder, known))
 
 
 async def enqueue(client: AsyncClient, wf: Workflow, connection: Any) -> UUID:
-    row = await prepare(client, wf)
-    if connection is None:
-        await client.store.enqueue_workflow(row)
-    else:
-        await txn.write_async(client.store, connection, _write(row))
-    return row.id
-
-
-def enqueue_on(
-    store: Any, target: txn.Target, row: WorkflowRow, identity: Callable[[], txn.Identity]
-) -> UUID:
-    """``row`` on a sync caller's connection, in the calling thread (``Client``)."""
-    txn.write_sync(store, target, _write(row), identity)
-    return row.id
+    planned = await prepare(client, wf)
+    await client.enqueuer.write_workflow(planned, connection)
+    return planned.workflow_id
 
 
 async def get(client: AsyncClient, workflow_id: UUID | str) -> WorkflowInfo:

@@ -1057,16 +1057,17 @@ INSERT INTO {schema}.workflows (id, name, steps, steps_left)
 VALUES (%(id)s, %(name)s, %(steps)s, %(steps)s);
 
 -- name: workflow_steps_insert
--- description: Insert a workflow's steps from parallel arrays (each step's upstream and downstream ids as one array literal).
+-- description: Insert a workflow's steps from parallel arrays (each step's upstream and downstream ids as one array literal); %(meta)s on every step.
 -- A step with no upstream step is due now; the others wait (run_at %(waiting)s, never
 -- due) until the success of their last upstream step makes them due (0007_workflows).
 INSERT INTO {schema}.jobs (id, actor, queue, args, kwargs, priority, run_at,
                            max_attempts, max_crashes, idempotent, workflow_id, step,
-                           upstream, downstream, upstream_left, on_failure)
+                           upstream, downstream, upstream_left, on_failure, meta)
 SELECT v.id, v.actor, v.queue, v.args::json, v.kwargs::json, v.priority,
        CASE WHEN v.upstream_left = 0 THEN now() ELSE %(waiting)s::timestamptz END,
        v.max_attempts, v.max_crashes, v.idempotent, %(workflow_id)s::uuid, v.step,
-       v.upstream::uuid[], v.downstream::uuid[], v.upstream_left, v.on_failure
+       v.upstream::uuid[], v.downstream::uuid[], v.upstream_left, v.on_failure,
+       %(meta)s::json
 FROM unnest(%(ids)s::uuid[], %(actors)s::text[], %(queues)s::text[], %(args)s::text[],
             %(kwargs)s::text[], %(priorities)s::int[], %(max_attempts)s::int[],
             %(max_crashes)s::int[], %(idempotent)s::bool[], %(steps)s::text[],
@@ -1079,14 +1080,14 @@ FROM unnest(%(ids)s::uuid[], %(actors)s::text[], %(queues)s::text[], %(args)s::t
 -- description: Stream a large workflow's steps (COPY: the store's own enqueue_workflow); due-now steps take run_at's default.
 COPY {schema}.jobs (id, actor, queue, args, kwargs, priority, max_attempts, max_crashes,
                     idempotent, workflow_id, step, upstream, downstream, upstream_left,
-                    on_failure)
+                    on_failure, meta)
 FROM STDIN;
 
 -- name: workflow_steps_copy_waiting
 -- description: Stream a large workflow's waiting steps (run_at at the end of time).
 COPY {schema}.jobs (id, actor, queue, args, kwargs, priority, max_attempts, max_crashes,
                     idempotent, workflow_id, step, upstream, downstream, upstream_left,
-                    on_failure, run_at)
+                    on_failure, meta, run_at)
 FROM STDIN;
 
 -- fragment: workflow_columns

@@ -756,8 +756,8 @@ VALUES (:id, :name, :steps, :steps, :now);
 -- until the success of their last upstream step makes them due (0007_workflows).
 INSERT INTO jobs (id, actor, queue, args, kwargs, priority, run_at, created_at,
                   max_attempts, max_crashes, idempotent, workflow_id, step, upstream,
-                  downstream, upstream_left, on_failure)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+                  downstream, upstream_left, on_failure, meta)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- fragment: workflow_columns
 -- description: Every column a WorkflowInfo is read from.
