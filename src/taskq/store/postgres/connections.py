@@ -254,6 +254,14 @@ class Connections:
                 "be one database"
             )
 
+    async def check_direct_dsn(self) -> None:
+        """``_check_direct`` whether or not a pooler stands before this DSN (a workgroup's
+        relay LISTENs on TASKQ_PG_DSN_DIRECT whatever TASKQ_DSN is): it must reach this
+        DSN's database, directly (``ConfigError``, one line); ``StoreUnavailable`` when
+        either cannot be reached."""
+        server = await self._server(self.conninfo, self.display_dsn)
+        await self._check_direct(server, always=True)
+
     async def new_pool(self, conninfo: str) -> AsyncConnectionPool:
         """Open a pool after one connection proves the server answers and tells whether
         a pooler stands between (``pooled``), and TASKQ_PG_DSN_DIRECT is checked."""

@@ -55,8 +55,7 @@ class Notices:
         not): the relay would LISTEN where no job is announced. ``StoreUnavailable`` when
         either cannot be reached."""
         theirs = Connections(dsn, self.schema, min_size=0, max_size=1, direct_dsn=self._dsn)
-        server = await theirs._server(theirs.conninfo, theirs.display_dsn)
-        await theirs._check_direct(server, always=True)
+        await theirs.check_direct_dsn()
 
     async def listen(self) -> AsyncGenerator[Notice]:
         """Connect, LISTEN on both channels, yield ``listening``, then every notification
