@@ -46,8 +46,8 @@ def test_drain_takes_the_unstarted_jobs_and_frees_their_slots():
 
 
 def test_the_cpu_share_counts_cpu_jobs_in_and_out_and_nudges_at_its_low_mark():
-    """Two pool processes, ten consumers: at most six cpu jobs (3 a process); above four
-    (running and piped) claims leave the cpu actors out; falling to four nudges the
+    """Two pool processes, ten consumers: at most six cpu jobs (3 a process); above two
+    (one running a process) claims leave the cpu actors out; falling to two nudges the
     fetcher. Jobs of other actors do not count; given-back jobs leave the share too."""
     nudges: list[int] = []
     share = CpuShare(frozenset({"burn"}), processes=2, consumers=10)
@@ -60,10 +60,11 @@ def test_the_cpu_share_counts_cpu_jobs_in_and_out_and_nudges_at_its_low_mark():
     assert share.in_flight == 6 and share.full and share.room(2) == 0
     buffer.done(0.01, other[0])
     assert share.in_flight == 6 and nudges == []
-    buffer.done(0.01, cpu[0])
-    assert share.full and nudges == []  # five: still above the low mark
-    buffer.done(0.01, cpu[1])
-    assert not share.full and nudges == [4] and share.room(10) == 2
+    for finished in cpu[:3]:
+        buffer.done(0.01, finished)
+    assert share.full and nudges == []  # three: still above the low mark
+    buffer.done(0.01, cpu[3])
+    assert not share.full and nudges == [2] and share.room(10) == 4
 
     unstarted = CpuShare(frozenset({"burn"}), processes=2, consumers=10)
     buffer = JobBuffer(10, cpu=unstarted)
@@ -77,4 +78,5 @@ def test_the_cpu_share_counts_cpu_jobs_in_and_out_and_nudges_at_its_low_mark():
 def test_the_cpu_share_never_takes_more_than_about_half_the_consumers():
     share = CpuShare(frozenset({"burn"}), processes=8, consumers=10)
     assert share.high == 6 and share.low == 5
+    assert CpuShare(frozenset({"burn"}), processes=2, consumers=10).low == 2
     assert CpuShare(frozenset({"burn"}), processes=1, consumers=1).high == 1
