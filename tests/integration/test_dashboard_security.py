@@ -237,7 +237,7 @@ def test_wrong_tokens_are_throttled_and_logged_once_per_burst(target, store, cap
         now[0] += throttle.window
         assert web.get("/", headers=BEARER).status_code == 200
         web.get("/", headers=basic("mallory", "another-guess"))  # a new burst
-    failed = events(caplog, "dashboard-auth-failed")
+    failed = events(caplog, "dashboard.auth_failed")
     assert len(failed) == 2
     assert failed[0]["client"] == "testclient" and failed[0]["user"] == "mallory"
     assert failed[0]["level"] == "WARNING"
