@@ -58,7 +58,7 @@ def pgbouncer_dsn(pg_dsn: str) -> Iterator[str]:
     try:
         yield bouncer.start()
     finally:
-        bouncer.stop()
+        bouncer.close()
 
 
 class StoreTarget:

@@ -114,5 +114,5 @@ class FleetServers:
 
     def stop(self) -> None:
         if self.bouncer is not None:
-            self.bouncer.stop()
+            self.bouncer.close()  # its config and log directory too
         self.cluster.remove()

@@ -95,7 +95,7 @@ async def test_many_stores_repeat_the_same_statements_through_one_small_pool(
             assert sum(done) == 400
             assert (await first.stats())["succeeded"] == 400
     finally:
-        bouncer.stop()
+        bouncer.close()
 
 
 async def test_without_a_direct_dsn_a_worker_is_told_once_and_polls(
@@ -163,7 +163,7 @@ async def test_an_unreachable_pooler_is_a_store_outage_and_its_return_the_recove
             assert (await store.stats())["queued"] == 1
             assert len((await store.claim(uuid7(), ["default"], 10, 30.0)).jobs) == 1
     finally:
-        bouncer.stop()
+        bouncer.close()
 
 
 async def test_large_batches_go_by_copy_and_staging_through_the_pooler(
