@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.dashboard_process import start, stop
-from tests.helpers import wait_until
-from tests.workgroup_harness import run_cli
+from tests.support.dashboard_process import start, stop
+from tests.support.helpers import wait_until
+from tests.support.workgroup_harness import run_cli
 
 pytestmark = pytest.mark.slow
 

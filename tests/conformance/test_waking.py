@@ -10,9 +10,8 @@ import pytest
 
 from taskq.ids import uuid7
 from taskq.jobs import Outcome, OutcomeKind
-from tests.integration.storekit import another_store, spec
-
-from .kit import claim_all, future
+from tests.support.conformance_kit import claim_all, future
+from tests.support.storekit import another_store, spec
 
 
 # -- waking --------------------------------------------------------------------------

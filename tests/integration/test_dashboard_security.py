@@ -20,9 +20,9 @@ from taskq.client import Client
 from taskq.ids import uuid7
 from taskq.jobs import JobSpec
 from taskq.testing import drain
-from tests import dashboard_actors as actors
-from tests.integration.dashboard_support import token_of, web_for
-from tests.integration.procpool_support import capture_taskq_logs, events
+from tests.support import dashboard_actors as actors
+from tests.support.dashboard_support import token_of, web_for
+from tests.support.procpool_support import capture_taskq_logs, events
 
 TOKEN = "s3cret-token-for-tests-0123456789"
 ORIGIN = {"Origin": "http://testserver"}

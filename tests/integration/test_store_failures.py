@@ -27,9 +27,8 @@ from taskq.jobs import JobColumns, new_job_ids
 from taskq.store import Store, create_store
 from taskq.store.sqlfile import load_migrations
 from taskq.store.sqlite import SqliteStore
-from tests.helpers import async_wait_until
-
-from .storekit import another_store, spec
+from tests.support.helpers import async_wait_until
+from tests.support.storekit import another_store, spec
 
 
 @asynccontextmanager

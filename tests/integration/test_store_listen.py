@@ -9,9 +9,8 @@ import asyncio
 import psycopg
 
 from taskq.ids import uuid7
-from tests.helpers import async_wait_until, migrated_store
-
-from .storekit import spec
+from tests.support.helpers import async_wait_until, migrated_store
+from tests.support.storekit import spec
 
 
 def listen_connections(target) -> int:

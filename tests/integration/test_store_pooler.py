@@ -1,4 +1,4 @@
-"""The Postgres store through a real PgBouncer in transaction mode (tests/pgbouncer.py):
+"""The Postgres store through a real PgBouncer in transaction mode (tests/support/pgbouncer.py):
 what it learns at open, what it never sends through a pooler, LISTEN past it, the
 mistakes it refuses, and a pooler that goes away (issue 19)."""
 
@@ -20,12 +20,11 @@ from taskq.ids import uuid7
 from taskq.jobs import Outcome, OutcomeKind
 from taskq.store import create_store
 from taskq.store.postgres import PostgresStore
-from tests import pgbouncer
-from tests import worker_actors as actors
-from tests.helpers import migrated_store
-from tests.worker_logs import captured_logs
-
-from .storekit import spec
+from tests.support import pgbouncer
+from tests.support import worker_actors as actors
+from tests.support.helpers import migrated_store
+from tests.support.storekit import spec
+from tests.support.worker_logs import captured_logs
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ import pytest
 from taskq import AsyncClient
 from taskq.exceptions import ConfigError
 from taskq.worker import WorkerConfig
-from tests import worker_actors as actors
-from tests.helpers import async_wait_until, migrated_store
-from tests.worker_harness import ROOT, running_worker, wait_for_states
+from tests.support import worker_actors as actors
+from tests.support.helpers import async_wait_until, migrated_store
+from tests.support.worker_harness import ROOT, running_worker, wait_for_states
 
 
 def server_connections(dsn: str, name: str) -> int:
@@ -95,7 +95,7 @@ async def _beaten(worker) -> bool:
 
 def test_a_budget_too_small_for_a_worker_is_one_line() -> None:
     with pytest.raises(ConfigError, match=r"max.connections"):
-        WorkerConfig(actors="tests.worker_actors:registry", max_connections=3).validate()
+        WorkerConfig(actors="tests.support.worker_actors:registry", max_connections=3).validate()
     done = subprocess.run(
         [sys.executable, "-m", "taskq", "worker", "--actors", "x:y", "--max-connections", "3"],
         cwd=ROOT,

@@ -29,7 +29,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 #: the pids of the PgBouncers running now: children of the test process for the whole
-#: session, which process-leak checks must not count (tests/integration/procpool_support.py)
+#: session, which process-leak checks must not count (tests/support/procpool_support.py)
 RUNNING: set[int] = set()
 BINARY = "/usr/sbin/pgbouncer"
 INSTALL = "apt-get install -y pgbouncer"
