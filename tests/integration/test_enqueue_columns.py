@@ -17,7 +17,8 @@ import taskq
 from taskq.exceptions import StoreError
 from taskq.ids import uuid7, uuid7_ints
 from taskq.jobs import Job, JobColumns, JobId, new_job_ids
-from tests.support.storekit import another_store
+
+from .storekit import another_store
 
 #: text that COPY's text format and JSON each treat specially
 TRICKY = ["tab\there", "new\nline", "cr\rhere", "back\\slash", "\\N", '"quoted"', "é😀", ""]

@@ -11,8 +11,9 @@ import pytest
 
 from taskq.ids import uuid7
 from taskq.jobs import Outcome, OutcomeKind, WorkerInfo
-from tests.support.helpers import migrated_store
-from tests.support.storekit import spec
+from tests.helpers import migrated_store
+
+from .storekit import spec
 
 
 @pytest.fixture

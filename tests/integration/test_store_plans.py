@@ -17,7 +17,8 @@ import pytest
 from taskq.jobs import Limits
 from taskq.store.postgres.claims import CLAIM_PLANNER
 from tests.conftest import StoreTarget
-from tests.support.storekit import pg_statements_on_search_path
+
+from .storekit import pg_statements_on_search_path
 
 Q = pg_statements_on_search_path()
 

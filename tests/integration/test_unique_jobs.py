@@ -10,7 +10,8 @@ import pytest
 
 import taskq
 from taskq import AsyncClient, ConfigError, InvalidJobState, Unique
-from tests.support.helpers import start_script, wait_until
+
+from ..helpers import start_script, wait_until
 
 registry = taskq.Registry()
 

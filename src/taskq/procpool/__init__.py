@@ -56,8 +56,9 @@ Layout, one idea a module: ``pool.py`` the facade; ``config.py`` ``PoolConfig``;
 ``dispatch.py`` one job from admission to verdict; ``supervisor.py`` the slot supervisor
 (the only owner of slot states, ``slot.py``, and of restarts); ``restarts.py`` when a
 slot may start its next process (breaker, ``RestartPolicy``); ``process.py`` one
-process: spawn, exchange, stop, reap (blocking, run in threads); ``protocol.py`` the
-messages on the pipe; ``child.py`` the pool process's main loop; ``causes.py`` naming a
+process: spawn, wait ready, send, stop, reap (blocking, run in threads); ``channel.py``
+the parent's end of a pipe, read by the event loop; ``protocol.py`` the messages on
+the pipe; ``child.py`` the pool process's main loop; ``causes.py`` naming a
 death; ``breaker.py`` the circuit breaker; ``changes.py`` the pool's one wake-up.
 """
 

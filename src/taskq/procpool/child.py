@@ -42,6 +42,8 @@ from .protocol import (
     Run,
     Started,
     Undecodable,
+    from_wire,
+    to_wire,
 )
 
 INIT_FAILED_EXIT_CODE = exit_codes.POOL_INIT_FAILED
@@ -123,7 +125,7 @@ def _run_one(registry: Registry, job: Run) -> JobReply:
 
 
 def _serve(conn: Connection, registry: Registry, job: Run) -> None:
-    conn.send(Started(job.seq, memory_limit_mib()))
+    conn.send(to_wire(Started(job.seq, memory_limit_mib())))
     # the job's fields stamp the actor's log records, which this process writes to the
     # worker's stderr in the worker's format
     if job.context_json is not None:  # taskq.current_job() too; meta changes go back
@@ -136,11 +138,13 @@ def _serve(conn: Connection, registry: Registry, job: Run) -> None:
         with job_context(dict(job.log_fields)) if job.log_fields else contextlib.nullcontext():
             reply = _run_one(registry, job)
     try:
-        conn.send(reply)
+        conn.send(to_wire(reply))
     except MemoryError as exc:
         conn.send(
-            ResultNotSent(
-                job.seq, f"the result of {job.actor!r} could not be sent: MemoryError: {exc}"
+            to_wire(
+                ResultNotSent(
+                    job.seq, f"the result of {job.actor!r} could not be sent: MemoryError: {exc}"
+                )
             )
         )
 
@@ -160,15 +164,17 @@ def main(
         registry = load_registry(registry_ref)
         _run_initializers(registry)
     except Exception:
-        conn.send(InitFailed(traceback.format_exc()))
+        conn.send(to_wire(InitFailed(traceback.format_exc())))
         conn.close()
         os._exit(INIT_FAILED_EXIT_CODE)
-    conn.send(Ready(os.getpid(), memory_limit_mib()))
+    conn.send(to_wire(Ready(os.getpid(), memory_limit_mib())))
     while True:
         try:
-            message = conn.recv()
+            message = from_wire(conn.recv())
         except (EOFError, OSError):
             return  # the worker closed the pipe or died
+        except ValueError:
+            return  # not a message: exit, the pool sees the death
         match message:
             case Run() as job:
                 _serve(conn, registry, job)

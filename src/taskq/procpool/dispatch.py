@@ -120,6 +120,9 @@ class Dispatcher:
         self._changes = changes
         self._executor = executor
         self._seq = itertools.count(1)
+        # a job running and one piped per process: more callers in ``_acquire`` would only
+        # all wake at every change and all but one wait again (a herd at every job's end)
+        self._admitted = asyncio.Semaphore(2 * config.processes)
         self.running: dict[str, Job] = {}  # job_id -> the job, while its process runs it
         self.queued: dict[str, Job] = {}  # job_id -> the job, while it waits in a pipe
 
@@ -135,28 +138,29 @@ class Dispatcher:
         settled = False  # the probe reached a verdict (a break re-opened the breaker itself)
         lost = False  # a process died after it was handed the job, before it took it
         try:
-            while True:
-                slot, queued = await self._acquire(probe, may_queue)
-                try:
-                    exchanged = await self._exchange(slot, job, queued)
-                    if job.cancelled:
-                        await self._cancelled(job)
-                    if (
-                        isinstance(exchanged.verdict, Died)
-                        and exchanged.started is None
-                        and not self._slots.closing
-                    ):
-                        if job.lost_in_queue:  # its process went before its turn
-                            job.lost_in_queue, may_queue = False, False
-                            continue
-                        if not lost:  # not this job's doing: another slot
-                            lost = True
-                            self._lost_before_start(slot, job)
-                            continue
-                    settled = True
-                    return await self._conclude(slot, job, exchanged, probe)
-                finally:
-                    _turn_done(job)
+            async with self._admitted:
+                while True:
+                    slot, queued = await self._acquire(probe, may_queue)
+                    try:
+                        exchanged = await self._exchange(slot, job, queued)
+                        if job.cancelled:
+                            await self._cancelled(job)
+                        if (
+                            isinstance(exchanged.verdict, Died)
+                            and exchanged.started is None
+                            and not self._slots.closing
+                        ):
+                            if job.lost_in_queue:  # its process went before its turn
+                                job.lost_in_queue, may_queue = False, False
+                                continue
+                            if not lost:  # not this job's doing: another slot
+                                lost = True
+                                self._lost_before_start(slot, job)
+                                continue
+                        settled = True
+                        return await self._conclude(slot, job, exchanged, probe)
+                    finally:
+                        _turn_done(job)
         finally:
             if probe and not settled:
                 self._breaker.probe_abandoned()

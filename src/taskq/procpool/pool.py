@@ -82,7 +82,8 @@ class ProcessPool:
             self._changes,
             paused_actors=self._cpu_actor_names,
         )
-        # threads are made on demand: one per busy slot, plus spawns, stops and dmesg
+        # threads are made on demand: spawns, waits for Ready, stops, large sends and dmesg
+        # (the replies of jobs are read by the event loop: channel.py)
         self._executor = ThreadPoolExecutor(
             max_workers=2 * cfg.processes + 2, thread_name_prefix="taskq-procpool"
         )

@@ -1,7 +1,9 @@
-"""One pool process and its pipe: spawn, wait for it, exchange one job, stop, reap.
+"""One pool process and its pipe: spawn, wait for it to be ready, send a job, stop, reap.
 
-Every function here blocks (the pool calls them from its own threads) and none raises
-for anything the process does: a death or a broken pipe is a ``Died`` verdict. Reaping
+Every function here may block (the pool calls them from its own threads; ``post`` of a
+small job from the event loop) and none raises for anything the process does: a death or
+a broken pipe is a ``Died`` verdict. The replies to a job are read by the event loop
+(``channel.py``). Reaping
 goes through one lock: ``multiprocessing`` reads a forkserver child's exit status from a
 pipe exactly once, and ``Process.start()`` polls every other child, so two threads
 reaping at once could lose the status. Waiting happens on the process sentinel without
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Mapping
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import ForkServerContext, SpawnContext
@@ -21,19 +22,14 @@ from multiprocessing.process import BaseProcess
 from . import child
 from .protocol import (
     Died,
-    Exchanged,
     Garbled,
     InitFailed,
-    Raised,
     Ready,
-    ResultNotSent,
-    Returned,
     Run,
-    Started,
     StartReply,
     TimedOut,
-    Undecodable,
-    Verdict,
+    from_wire,
+    to_wire,
 )
 
 _reap_lock = threading.Lock()  # shared by every pool in the process (see module docstring)
@@ -62,9 +58,11 @@ def spawn(
 
 def _receive(conn: Connection) -> object:
     try:
-        return conn.recv()
+        return from_wire(conn.recv())
     except (EOFError, OSError):
         return Died()
+    except Exception as exc:  # not a message, or bytes that do not unpickle
+        return Garbled(f"{type(exc).__name__}: {exc}")
 
 
 def wait_ready(conn: Connection, process: BaseProcess, timeout: float) -> StartReply:
@@ -75,71 +73,18 @@ def wait_ready(conn: Connection, process: BaseProcess, timeout: float) -> StartR
     if conn not in ready and not conn.poll(0):
         return Died()
     match _receive(conn):
-        case Ready() | InitFailed() | Died() as reply:
+        case Ready() | InitFailed() | Died() | Garbled() as reply:
             return reply
         case other:
             return Garbled(f"expected Ready or InitFailed, got {other!r}")
 
 
-def exchange(
-    conn: Connection,
-    process: BaseProcess,
-    message: Run,
-    timeout: float | None,
-    *,
-    send: bool = True,
-) -> Exchanged:
-    """Send one job (``send=False``: it was sent already, queued behind the job before it)
-    and wait for its reply, or the death, or the timeout, counted from its ``Started``
-    (before that, from now)."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    started: Started | None = None
-
-    def verdict(value: Verdict) -> Exchanged:
-        return Exchanged(value, started)
-
-    if send:
-        try:
-            conn.send(message)
-        except (OSError, ValueError):
-            return verdict(Died())
-    while True:
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        try:
-            ready = wait([conn, process.sentinel], remaining)
-        except (OSError, ValueError):
-            return verdict(Died())
-        if not ready:
-            return verdict(TimedOut())
-        try:
-            if conn not in ready and not conn.poll(0):
-                return verdict(Died())
-        except (OSError, ValueError):
-            return verdict(Died())
-        match _receive(conn):
-            case Died() as died:
-                return verdict(died)
-            case Started(seq=seq) as first if seq == message.seq and started is None:
-                started = first
-                if timeout is not None:
-                    deadline = time.monotonic() + timeout
-            case (
-                Returned(seq=seq)
-                | Raised(seq=seq)
-                | ResultNotSent(seq=seq)
-                | Undecodable(seq=seq) as reply
-            ) if seq == message.seq:
-                return verdict(reply)
-            case other:
-                return verdict(Garbled(f"unexpected reply to job {message.seq}: {other!r}"))
-
-
 def post(conn: Connection, message: Run) -> bool:
-    """Send a job to a busy process from the event loop's thread, to wait in its pipe
-    behind the job it runs (the caller keeps such messages small: the pipe's buffer holds
-    them without blocking). False if the pipe is gone."""
+    """Send a job. From the event loop's thread only a small one (``PIPELINE_MAX_CHARS``:
+    the pipe's buffer holds it without blocking), perhaps to wait in the pipe of a busy
+    process behind the job it runs; a large one from a thread. False if the pipe is gone."""
     try:
-        conn.send(message)
+        conn.send(to_wire(message))
     except (OSError, ValueError):
         return False
     return True

@@ -15,6 +15,12 @@ text end to end, the user's objects are never pickled. Both ends read them with
                                                           cannot be sent (not JSON, too big)
     child  -> parent  Undecodable(seq, message)           the payload is not valid JSON
 
+On the pipe a message is a plain tuple, its type's index in ``WIRE`` first and then its
+fields in order (``to_wire`` / ``from_wire``), pickled by ``multiprocessing``: a tuple of
+strings and ints pickles and unpickles several times faster than the dataclass (whose
+pickle names its class and restores its slots one by one in Python), and the event
+loop unpickles every reply.
+
 ``seq`` numbers the jobs a pool sends; a reply whose ``seq`` is not the one of the job
 in flight is a protocol error (``Garbled``) and its process is replaced. The pool's own
 thread adds the verdicts no child sends: ``Died`` (the process ended without a reply)
@@ -23,7 +29,10 @@ and ``TimedOut`` (the job's timeout passed). A closed pipe tells an idle child t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from operator import attrgetter
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,3 +125,50 @@ class Exchanged:
 
     verdict: Verdict
     started: Started | None
+
+
+Message = Ready | InitFailed | Run | Started | Returned | Raised | ResultNotSent | Undecodable
+
+#: the messages that cross the pipe; a message's index here is its tag on the wire
+WIRE: tuple[type[Message], ...] = (
+    Ready,
+    InitFailed,
+    Run,
+    Started,
+    Returned,
+    Raised,
+    ResultNotSent,
+    Undecodable,
+)
+_TAGS = {kind: tag for tag, kind in enumerate(WIRE)}
+
+
+def _getter(kind: type[Message]) -> Callable[[Message], tuple[Any, ...]]:
+    """A message's fields as a tuple (attrgetter of one name returns the bare value)."""
+    names = [f.name for f in fields(kind)]
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda message: (one(message),)
+    return attrgetter(*names)
+
+
+_FIELDS = {kind: _getter(kind) for kind in WIRE}
+
+
+def to_wire(message: Message) -> tuple[Any, ...]:
+    """``message`` as the tuple sent on the pipe: its tag, then its fields in order."""
+    kind = type(message)
+    return (_TAGS[kind], *_FIELDS[kind](message))
+
+
+def from_wire(value: object) -> Message:
+    """The message a tuple from the pipe stands for; ``ValueError`` if it is none."""
+    if not isinstance(value, tuple) or not value or not isinstance(value[0], int):
+        raise ValueError(f"not a message: {value!r}")
+    tag = value[0]
+    if not 0 <= tag < len(WIRE):
+        raise ValueError(f"not a message: {value!r}")
+    try:
+        return WIRE[tag](*value[1:])
+    except TypeError as exc:
+        raise ValueError(f"not a {WIRE[tag].__name__}: {value!r}") from exc

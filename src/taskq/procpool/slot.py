@@ -19,6 +19,7 @@ from multiprocessing.process import BaseProcess
 
 from ..restart import RestartPolicy
 from .causes import OomCounter
+from .channel import Channel
 from .protocol import Exchanged
 
 
@@ -62,7 +63,11 @@ class Slot:
     # the current process's exit code once it is reaped (a new future for each process:
     # whoever awaits one process's end keeps its own future)
     reaped: asyncio.Future[int | None] = field(default_factory=new_reaped)
-    exchange: asyncio.Future[Exchanged] | None = None  # the thread talking to the busy process
+    #: the parent's end of the pipe, read by the event loop from ``Ready`` to the stop
+    channel: Channel | None = None
+    #: the exchange with the busy process (its verdict; while a large job is written from
+    #: a thread, that write)
+    exchange: asyncio.Future[Exchanged] | asyncio.Future[bool] | None = None
     #: jobs sent to the current process and not concluded yet: 1 while busy, 2 while a
     #: job waits in its pipe behind the running one (``SlotSupervisor.take_queueable``)
     pending: int = 0

@@ -37,8 +37,9 @@ from ..restart import Recovered
 from . import causes, process
 from .breaker import PoolBreaker
 from .changes import Changes
+from .channel import Channel
 from .config import PoolConfig
-from .protocol import Exchanged, InitFailed, Ready, Run, TimedOut
+from .protocol import Died, Exchanged, InitFailed, Ready, Run, TimedOut
 from .restarts import RestartGate, recycle_reason
 from .slot import Retirement, Slot, SlotState, new_reaped
 
@@ -158,17 +159,20 @@ class SlotSupervisor:
         send: bool = True,
     ) -> Exchanged:
         """Send one job to the busy ``slot``'s process (``send=False``: it is in the pipe
-        already) and wait for the verdict (a thread)."""
-        conn, talking_to = slot.conn, slot.process
-        assert conn is not None and talking_to is not None
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(
-            self._executor,
-            lambda: process.exchange(conn, talking_to, message, timeout, send=send),
-        )
-        slot.exchange = future
+        already; ``send=True``, a large job: written from a thread) and wait for the
+        verdict, which the slot's channel reads on the event loop."""
+        conn, channel = slot.conn, slot.channel
+        assert conn is not None and channel is not None
         try:
-            return await asyncio.shield(future)
+            if send:
+                written = asyncio.get_running_loop().run_in_executor(
+                    self._executor, process.post, conn, message
+                )
+                slot.exchange = written
+                if not await asyncio.shield(written):
+                    return Exchanged(Died(), None)
+            verdict = slot.exchange = channel.exchange(message.seq, timeout)
+            return await asyncio.shield(verdict)
         except asyncio.CancelledError:
             # the caller gave up on the job (worker shutdown): its process must not go on
             self.retire(slot, "cancelled", failure=False, hard=True)
@@ -243,7 +247,7 @@ class SlotSupervisor:
 
     async def _start_process(self, slot: Slot) -> bool:
         config, loop = self._config, asyncio.get_running_loop()
-        slot.retirement, slot.tasks_done, slot.exchange = None, 0, None
+        slot.retirement, slot.tasks_done, slot.exchange, slot.channel = None, 0, None, None
         slot.pending, slot.turn, slot.drop_after_turn, slot.exclusive = 0, None, False, False
         slot.retired, slot.reaped = asyncio.Event(), new_reaped()
         slot.state = SlotState.STARTING
@@ -264,6 +268,7 @@ class SlotSupervisor:
         match reply:
             case Ready(memory_limit_mib=limit):
                 slot.memory_limit_mib = limit
+                slot.channel = Channel(conn, loop)
                 slot.oom_counter = causes.OomCounter.for_pid(
                     spawned.pid or 0, root=config.cgroup_root
                 )
@@ -317,8 +322,12 @@ class SlotSupervisor:
         """The sentinel of ``exited`` became readable: it exited."""
         with contextlib.suppress(ValueError, OSError):
             asyncio.get_running_loop().remove_reader(exited.sentinel)
-        if slot.process is not exited or slot.state is not SlotState.IDLE:
-            return  # starting or busy: the waiting thread sees the death itself
+        if slot.process is not exited or slot.state is SlotState.STARTING:
+            return  # starting: the thread waiting for Ready sees the death itself
+        if slot.state is SlotState.BUSY:
+            if slot.channel is not None:  # what it wrote before it went, then Died
+                slot.channel.end()
+            return  # its job's verdict retires the slot
         with contextlib.suppress(ValueError):
             self._idle.remove(slot)
         log.event(
@@ -344,6 +353,9 @@ class SlotSupervisor:
             self._idle.remove(slot)
         talking = slot.exchange is not None and not slot.exchange.done()
         hard = talking or (slot.retirement is not None and slot.retirement.hard)
+        channel = slot.channel
+        if channel is not None and not hard:
+            channel.detach()  # the pipe is closed from a thread below
         grace = self._close_grace if self.closing else self._config.kill_grace
         loop = asyncio.get_running_loop()
         exitcode = None
@@ -354,9 +366,14 @@ class SlotSupervisor:
                     lambda: process.stop(stopping, None if hard else conn, hard=hard, grace=grace),
                 )
             )
+            if channel is not None:  # reaped: read what it wrote, then Died if no reply
+                channel.end()
             if slot.exchange is not None:
                 await asyncio.shield(slot.exchange)
         finally:
+            if channel is not None:
+                channel.end()
+                slot.channel = None
             if conn is not None and not conn.closed:
                 conn.close()
             slot.conn = None

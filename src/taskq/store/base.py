@@ -43,10 +43,9 @@ from ..jobs import (
     QueueInfo,
     RescuedJob,
     ScheduleInfo,
-    StepRow,
     WorkerInfo,
 )
-from ..workflows.model import WorkflowInfo, WorkflowRow
+from ..workflows.model import StepRow, WorkflowInfo, WorkflowRow
 from .drift import Difference
 from .insight import Insight
 

@@ -18,11 +18,12 @@ from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
-from ..jobs import DeadReason, JobState, Outcome, OutcomeKind, StepRow
+from ..jobs import DeadReason, JobState, Outcome, OutcomeKind
 from ..workflows.model import (
     MAX_STEPS,
     WAITING_RUN_AT,
     StepInfo,
+    StepRow,
     WorkflowInfo,
     WorkflowRow,
 )
