@@ -56,7 +56,7 @@ docs: $(STAMP)
 # migration changed; tests/integration/test_migrate.py fails until they match.
 schema: $(STAMP)
 	@dsn=$$($(PY) scripts/ensure_postgres.py) || exit 1; \
-	$(PY) -m tests.schema_dump --pg-dsn "$$dsn"
+	$(PY) -m tests.support.schema_dump --pg-dsn "$$dsn"
 
 LINT_PATHS := src tests benchmarks examples scripts
 

@@ -21,6 +21,7 @@ SECTIONS: list[tuple[str, str, Callable[[], str]]] = [
     ("events.md", "events", events.markdown),
     ("worker.md", "worker-flags", lambda: options.flag_table(WorkerConfig)),
     ("workgroups.md", "worker-keys", lambda: options.toml_table(WorkerConfig)),
+    ("cli.md", "worker-usage", lambda: options.synopsis(WorkerConfig, "taskq worker")),
 ]
 
 
@@ -33,13 +34,18 @@ def current(text: str, name: str) -> str | None:
     begin, end = markers(name)
     if begin not in text or end not in text:
         return None
-    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n") + "\n"
+    section = text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
+    if name.endswith("-usage"):
+        section = section.removeprefix("```").removesuffix("```").strip("\n")
+    return section + "\n"
 
 
 def rewrite(text: str, name: str, body: str) -> str:
     begin, end = markers(name)
     head, rest = text.split(begin, 1)
     tail = rest.split(end, 1)[1]
+    if name.endswith("-usage"):  # a usage line is a code block
+        body = f"```\n{body.rstrip()}\n```"
     return f"{head}{begin}\n\n{body.rstrip()}\n\n{end}{tail}"
 
 

@@ -21,8 +21,8 @@ import psycopg
 import pytest
 
 from taskq.settings import HEALTH_DSN_ENV
-from tests import pgbouncer
-from tests.helpers import migrated_store
+from tests.support import pgbouncer
+from tests.support.helpers import migrated_store
 
 PG_DSN = os.environ.get("TASKQ_TEST_PG_DSN", "postgresql://root@127.0.0.1:5432/test")
 
@@ -51,14 +51,14 @@ def find_pg_dsn() -> str:
 @pytest.fixture(scope="session")
 def pgbouncer_dsn(pg_dsn: str) -> Iterator[str]:
     """A real PgBouncer in transaction mode in front of ``pg_dsn``'s server, for the
-    session (tests/pgbouncer.py); the DSN through it. Skips where it is not installed."""
+    session (tests/support/pgbouncer.py); the DSN through it. Skips where it is not installed."""
     if pgbouncer.installed() is None:
         pytest.skip(f"pgbouncer is not installed ({pgbouncer.INSTALL})")
     bouncer = pgbouncer.PgBouncer(pg_dsn)
     try:
         yield bouncer.start()
     finally:
-        bouncer.stop()
+        bouncer.close()
 
 
 class StoreTarget:

@@ -4,7 +4,7 @@ The cluster is built with ``initdb`` from the machine's binaries (``ThrowawayClu
 Postgres's default settings) with ``max_connections`` raised so that the same fleet can
 also run direct (about five connections a worker); it is removed at the end. Its
 database ``fleet`` is owned by the role ``taskq_fleet`` with ``CONNECTION LIMIT 40``
-(lifted only for the direct run), and PgBouncer (``tests/pgbouncer.py``: Debian's
+(lifted only for the direct run), and PgBouncer (``tests/support/pgbouncer.py``: Debian's
 ``/usr/sbin/pgbouncer`` in transaction mode) forwards to it with a pool smaller than that
 limit, leaving room for the supervisors' direct connections (LISTEN and health).
 """
@@ -23,8 +23,8 @@ if str(ROOT) not in sys.path:  # scripts/ and tests/ are not packages of the ins
     sys.path.insert(0, str(ROOT))
 
 from scripts.ensure_postgres import ThrowawayCluster  # noqa: E402
-from tests.pgbouncer import PgBouncer  # noqa: E402
-from tests.pgbouncer import installed as pgbouncer_installed  # noqa: E402
+from tests.support.pgbouncer import PgBouncer  # noqa: E402
+from tests.support.pgbouncer import installed as pgbouncer_installed  # noqa: E402
 
 from .. import servers  # noqa: E402
 
@@ -114,5 +114,5 @@ class FleetServers:
 
     def stop(self) -> None:
         if self.bouncer is not None:
-            self.bouncer.stop()
+            self.bouncer.close()  # its config and log directory too
         self.cluster.remove()

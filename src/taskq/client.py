@@ -188,45 +188,45 @@ class AsyncClient(AsyncOperations):
         )
         return await self.enqueuer.write(plan, connection)
 
-    # -- workflows (docs/workflows.md; taskq.workflows.submit) ---------------------------
+    # -- workflows (docs/workflows.md; taskq.workflow_calls) ---------------------------
     async def enqueue_workflow(self, wf: Workflow, connection: Any = None) -> UUID:
         """Enqueue one run of ``wf``: every step in one transaction (on ``connection``,
         the caller's, as ``enqueue_with``); return the run's workflow id. The steps with
         nothing to wait for are due now; the others become due when the last step they
         run after succeeds. ``InvalidWorkflow`` (nothing written) for a cycle, an
         unknown ``after`` step, an empty workflow."""
-        from .workflows import submit
+        from . import workflow_calls
 
-        return await submit.enqueue(self, wf, connection)
+        return await workflow_calls.enqueue(self, wf, connection)
 
     async def workflow(self, workflow_id: UUID | str) -> WorkflowInfo:
         """A workflow run and its steps (``.state``, ``.steps``); ``WorkflowNotFound``."""
-        from .workflows import submit
+        from . import workflow_calls
 
-        return await submit.get(self, workflow_id)
+        return await workflow_calls.get(self, workflow_id)
 
     async def workflows(
         self, *, state: str | None = None, limit: int = 50
     ) -> builtins.list[WorkflowInfo]:
         """Workflow runs newest first (without their steps), optionally in one state."""
-        from .workflows import submit
+        from . import workflow_calls
 
-        return await submit.listing(self, state, limit)
+        return await workflow_calls.listing(self, state, limit)
 
     async def cancel_workflow(self, workflow_id: UUID | str, *, by: str | None = None) -> int:
         """Cancel a workflow run: its queued steps now, its running steps asked to stop
         (as ``cancel`` does for a job); returns how many steps that touched."""
-        from .workflows import submit
+        from . import workflow_calls
 
-        return await submit.cancel(self, workflow_id, by or who())
+        return await workflow_calls.cancel(self, workflow_id, by or who())
 
     async def wait_workflow(
         self, workflow_id: UUID | str, *, timeout: float = 60.0, interval: float = 0.05
     ) -> WorkflowInfo:
         """Poll until the run is no longer running; TimeoutError past ``timeout``."""
-        from .workflows import submit
+        from . import workflow_calls
 
-        return await submit.wait(self, workflow_id, timeout, interval)
+        return await workflow_calls.wait(self, workflow_id, timeout, interval)
 
 
 class Client(Operations):
@@ -408,9 +408,9 @@ class Client(Operations):
         if connection is None:
             return self.run(self._async.enqueue_workflow(wf))
         target = self._target(connection)
-        from .workflows import submit
+        from . import workflow_calls
 
-        planned = self.run(submit.prepare(self._async, wf))
+        planned = self.run(workflow_calls.prepare(self._async, wf))
         self.enqueuer.write_workflow_on(planned, target, self._identity)
         return planned.workflow_id
 

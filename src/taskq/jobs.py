@@ -10,13 +10,10 @@ import enum
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID, SafeUUID
 
 from .exceptions import ConfigError
-
-if TYPE_CHECKING:
-    from .workflows.model import StepRow
 from .validation import INT_MAX
 
 
@@ -59,6 +56,26 @@ class JobSpec:
     unique_states: str | None = None  # ",queued,running,...," (see unique.py)
     meta_json: str | None = None  # JSON object
     tags: tuple[str, ...] = ()
+
+
+class OnFailure(enum.StrEnum):
+    """What a workflow step does when a step before it fails (docs/workflows.md)."""
+
+    CANCEL = "cancel"  # an upstream step that fails cancels this one (upstream_failed)
+    RUN = "run"  # this step runs once every upstream step ended, whatever their end
+
+
+@dataclass(frozen=True, slots=True)
+class StepRow:
+    """One workflow step to insert: its job and its place in the graph (the workflow's
+    other plain data is in ``taskq.workflows.model``; this is here because an
+    ``Outcome`` carries the steps a run added)."""
+
+    spec: JobSpec
+    name: str
+    upstream: tuple[UUID, ...]  # the steps it runs after
+    downstream: tuple[UUID, ...]  # the steps that run after it
+    on_failure: str = OnFailure.CANCEL
 
 
 @dataclass(frozen=True, slots=True)

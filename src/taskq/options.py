@@ -256,3 +256,22 @@ def toml_table(cls: type) -> str:
             flag = f"`{opt.flag_name}`" if opt.flag else "-"
             rows.append(f"| `{opt.name}` | {opt.kind.toml_type} | {opt.default_text} | {flag} |")
     return "\n".join(rows) + "\n"
+
+
+def synopsis(cls: type, command: str, width: int = 92) -> str:
+    """The docs' usage line of ``command`` (``taskq worker``): every flag, wrapped."""
+    words = []
+    for opt in options_of(cls):
+        if not opt.flag:
+            continue
+        word = opt.flag_name + (f" {opt.kind.metavar}" if opt.kind.metavar else "")
+        if isinstance(opt.kind, References):
+            word += " ..."
+        words.append(word if opt.required else f"[{word}]")
+    lines, line = [], command
+    for word in words:
+        if len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = " " * len(command)
+        line += " " + word
+    return "\n".join([*lines, line]) + "\n"

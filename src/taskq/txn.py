@@ -237,7 +237,7 @@ class Write:
     """What to write on a caller's connection, for each kind of store: a Postgres
     statement generator (``store/enqueue.py``'s steps, given the store's statements with
     the schema filled in) and a function of a ``sqlite3.Connection`` in a transaction.
-    Jobs (``enqueue_sync``) and workflows (``taskq.workflows.submit``) share it."""
+    Jobs (``enqueue_sync``) and workflows (``taskq.workflow_calls``) share it."""
 
     postgres: Callable[[dict[str, str]], Steps]
     sqlite: Callable[[sqlite3.Connection], list[UUID]]

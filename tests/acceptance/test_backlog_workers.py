@@ -13,10 +13,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from taskq import AsyncClient, exit_codes
-from tests import worker_actors as actors
-from tests.helpers import async_wait_until, wait_until
-from tests.worker_harness import WorkerProcess, http_get_sync, worker_processes
-from tests.workgroup_harness import Workgroup, workgroup_processes, write_config
+from tests.support import worker_actors as actors
+from tests.support.helpers import async_wait_until, wait_until
+from tests.support.worker_harness import WorkerProcess, http_get_sync, worker_processes
+from tests.support.workgroup_harness import Workgroup, workgroup_processes, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -101,7 +101,7 @@ async def test_a_workgroup_and_a_bare_worker_share_one_lease(target, store, spaw
     config = write_config(
         tmp_path / "wg.toml",
         '[supervisor]\nhttp_port = 0\nshutdown_grace = 10\n[[workers]]\nname = "api"\n',
-        actors="tests.worker_actors:registry",
+        actors="tests.support.worker_actors:registry",
     )
     with workgroup_processes() as start:
         wg: Workgroup = start(config, target.env)

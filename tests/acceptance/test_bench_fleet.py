@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import pgbouncer
+from tests.support import pgbouncer
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))

@@ -3,7 +3,7 @@
 A real ``taskq workgroup start`` runs three real ``taskq worker`` children (health checks
 on, short backoffs) over a few hundred jobs of a mix of actors: async, sync and
 cpu_bound; idempotent and not; some that fail by exception. Every run any process makes
-is written to a side table (``tests.chaos_actors``), so a double run or a lost run is
+is written to a side table (``tests.support.chaos_actors``), so a double run or a lost run is
 visible whatever the store claims. While the jobs run, a chaos loop with a fixed seed
 SIGKILLs worker children, SIGKILLs CPU-pool processes (found in ``/proc`` as the
 workers' grandchildren: worker -> forkserver -> pool process) and SIGSTOPs one worker,
@@ -31,9 +31,9 @@ from uuid import UUID
 import pytest
 
 from taskq import Client
-from tests import chaos_actors as actors
-from tests.helpers import wait_until
-from tests.workgroup_harness import Workgroup, pid_alive, run_cli, write_config
+from tests.support import chaos_actors as actors
+from tests.support.helpers import wait_until
+from tests.support.workgroup_harness import Workgroup, pid_alive, run_cli, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -273,7 +273,7 @@ def test_workers_die_and_nothing_is_lost_and_nothing_is_silent(
     config = write_config(
         tmp_path / "wg.toml",
         CONFIG + "".join(WORKER.format(name=n) for n in WORKERS),
-        actors="tests.chaos_actors:registry",
+        actors="tests.support.chaos_actors:registry",
     )
     wg = Workgroup(config, env)
     workgroups.append(wg)
@@ -401,7 +401,7 @@ def test_a_clean_stop_with_health_checks_on_calls_no_child_unhealthy(
         tmp_path / "wg.toml",
         "[supervisor]\nshutdown_grace = 20.0\nhttp_port = 0\n"
         + "".join(f'[[workers]]\nname = "{n}"\n{health}' for n in WORKERS),
-        actors="tests.workgroup_actors:registry",
+        actors="tests.support.workgroup_actors:registry",
     )
     wg = Workgroup(config, env)
     workgroups.append(wg)

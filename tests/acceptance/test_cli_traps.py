@@ -17,7 +17,7 @@ from taskq.store import create_store
 from tests.acceptance.test_cli import assert_one_line_error
 from tests.acceptance.test_cli import taskq as run
 from tests.conftest import StoreTarget
-from tests.workgroup_harness import REPO
+from tests.support.workgroup_harness import REPO
 
 
 @pytest.fixture

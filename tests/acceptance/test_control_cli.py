@@ -9,7 +9,7 @@ import pytest
 
 from taskq.jobs import ActorConfig
 from tests.acceptance.test_cli import assert_one_line_error, taskq
-from tests.helpers import migrated_store
+from tests.support.helpers import migrated_store
 
 QUEUE_KEYS = {
     "name",

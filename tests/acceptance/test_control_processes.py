@@ -8,17 +8,17 @@ from pathlib import Path
 import pytest
 
 from taskq import AsyncClient, InvalidJobState, JobNotFound
-from tests import control_actors as actors
 from tests.conftest import WITH_POOLER, target_fixture
-from tests.helpers import wait_until
-from tests.worker_harness import WorkerProcess, wait_for_states
+from tests.support import control_actors as actors
+from tests.support.helpers import wait_until
+from tests.support.worker_harness import WorkerProcess, wait_for_states
 
 # claims, acks, heartbeats, rescues, cancels and limits also through PgBouncer (issue 19)
 target = target_fixture(*WITH_POOLER)
 
 pytestmark = pytest.mark.slow
 
-ACTORS = "tests.control_actors:registry"
+ACTORS = "tests.support.control_actors:registry"
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """``taskq dashboard`` as a process (issue 21 items 3 and 7): it logs
-``dashboard-listening`` only once it is bound (the URL it names answers at once, also
+``dashboard.listening`` only once it is bound (the URL it names answers at once, also
 for ``--port 0``), a taken port is one ``taskq:`` line and exit 1 with no "listening"
 line before it, a bad ``--allowed-host`` likewise, and the host names it answers to
 are the ones it says."""
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.dashboard_process import start, stop
-from tests.helpers import wait_until
-from tests.workgroup_harness import run_cli
+from tests.support.dashboard_process import start, stop
+from tests.support.helpers import wait_until
+from tests.support.workgroup_harness import run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +47,7 @@ def test_listening_is_logged_once_bound_and_names_its_hosts(sqlite_target, tmp_p
     proc = start(["dashboard", "--port", "0", "--allowed-host", "dash.example"], env, log)
     try:
         (listening,) = wait_until(
-            lambda: events(log, "dashboard-listening"), timeout=30, what="dashboard-listening"
+            lambda: events(log, "dashboard.listening"), timeout=30, what="dashboard.listening"
         )
         url = listening["url"]
         assert not url.endswith(":0/")
@@ -70,7 +70,7 @@ def test_a_taken_port_is_one_line_and_no_listening_line(sqlite_target) -> None:
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert lines == [f"taskq: cannot listen on 127.0.0.1:{port}: the port is taken"], lines
-    assert "dashboard-listening" not in done.stdout + done.stderr
+    assert "dashboard.listening" not in done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("host", ["https://dash.example", "dash.example:8760", "a b", "x/y"])

@@ -36,14 +36,14 @@ import pytest
 
 from taskq import Client, exit_codes
 from taskq.exceptions import StoreUnavailable
-from tests import chaos_actors as actors
-from tests.helpers import wait_until
-from tests.worker_harness import WorkerProcess, http_get_sync, metric_value
-from tests.workgroup_harness import run_cli
+from tests.support import chaos_actors as actors
+from tests.support.helpers import wait_until
+from tests.support.worker_harness import WorkerProcess, http_get_sync, metric_value
+from tests.support.workgroup_harness import run_cli
 
 pytestmark = pytest.mark.slow
 
-ACTORS = "tests.chaos_actors:outage_registry"
+ACTORS = "tests.support.chaos_actors:outage_registry"
 LEASE = 4.0
 #: the first test's outage: past the store's 10 s wait for a pooled connection
 OUTAGE = 12.0

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from taskq import Client, JobNotFound
-from tests.django_project import DjangoProject, project
+from tests.support.django_project import DjangoProject, project
 
 pytestmark = pytest.mark.slow
 

@@ -13,9 +13,9 @@ import pytest
 import taskq
 from tests.acceptance.test_cli import assert_one_line_error
 from tests.acceptance.test_cli import taskq as run
-from tests.helpers import wait_until
-from tests.worker_harness import ROOT, WorkerProcess
-from tests.workgroup_harness import write_config
+from tests.support.helpers import wait_until
+from tests.support.worker_harness import ROOT, WorkerProcess
+from tests.support.workgroup_harness import write_config
 
 pytestmark = pytest.mark.slow
 
@@ -97,5 +97,7 @@ def test_a_bad_reload_interval_stops_the_worker_with_one_line(sqlite_target, tmp
         "TASKQ_RELOAD_INTERVAL": "soon",
         "TASKQ_LOG_FORMAT": "console",
     }
-    proc = run(None, "worker", "--actors", "tests.worker_actors:registry", env=env, check=False)
+    proc = run(
+        None, "worker", "--actors", "tests.support.worker_actors:registry", env=env, check=False
+    )
     assert_one_line_error(proc, "TASKQ_RELOAD_INTERVAL='soon' is not a number of seconds")

@@ -23,8 +23,8 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 from sqlalchemy.engine import URL
 
-from tests.django_project import LogProcess
-from tests.helpers import migrate, wait_until
+from tests.support.django_project import LogProcess
+from tests.support.helpers import migrate, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTORS = "examples.fastapi_app.tasks:registry"

@@ -32,7 +32,7 @@ from starlette.testclient import TestClient
 from taskq import Client
 from taskq.cli import main
 from taskq.web import DashboardSettings, create_app
-from tests import dashboard_actors as actors
+from tests.support import dashboard_actors as actors
 
 FUZZ = settings(
     max_examples=60,

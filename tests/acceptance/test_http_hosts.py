@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.acceptance.test_workgroup_cli import assert_one_error_line
-from tests.helpers import wait_until
-from tests.worker_harness import WorkerProcess
-from tests.workgroup_harness import Workgroup, run_cli, write_config
+from tests.support.helpers import wait_until
+from tests.support.worker_harness import WorkerProcess
+from tests.support.workgroup_harness import Workgroup, run_cli, write_config
 
 pytestmark = pytest.mark.slow
 

@@ -25,14 +25,14 @@ import psycopg
 import pytest
 
 from taskq import AsyncClient
-from tests import agreement_actors as actors
-from tests.helpers import wait_until
-from tests.worker_actors import runs
-from tests.worker_harness import WorkerProcess, wait_for_states
+from tests.support import agreement_actors as actors
+from tests.support.helpers import wait_until
+from tests.support.worker_actors import runs
+from tests.support.worker_harness import WorkerProcess, wait_for_states
 
 pytestmark = pytest.mark.slow
 
-ACTORS = "tests.agreement_actors:registry"
+ACTORS = "tests.support.agreement_actors:registry"
 VERDICTS = ("job-dead", "job-retry-scheduled", "job-rescued")
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from taskq import AsyncClient
-from tests import worker_actors as actors
-from tests.helpers import async_wait_until, migrated_store, wait_until
-from tests.partition_proxy import PartitionProxy
-from tests.worker_harness import ROOT, WorkerProcess
+from tests.support import worker_actors as actors
+from tests.support.helpers import async_wait_until, migrated_store, wait_until
+from tests.support.partition_proxy import PartitionProxy
+from tests.support.worker_harness import ROOT, WorkerProcess
 
 pytestmark = pytest.mark.slow
 

@@ -18,10 +18,10 @@ import pytest
 
 from taskq.store import create_store
 from tests.conftest import StoreTarget
-from tests.helpers import wait_until
-from tests.worker_harness import WorkerProcess
+from tests.support.helpers import wait_until
+from tests.support.worker_harness import WorkerProcess
 
-ACTORS = "tests.periodic_actors:registry"
+ACTORS = "tests.support.periodic_actors:registry"
 
 pytestmark = pytest.mark.slow
 

@@ -16,12 +16,12 @@ import pytest
 import yaml
 
 from taskq import AsyncClient
-from tests import worker_actors as actors
-from tests.helpers import wait_until
-from tests.prometheus_server import INSTALL, RULES, Prometheus, installed
+from tests.support import worker_actors as actors
+from tests.support.helpers import wait_until
+from tests.support.prometheus_server import INSTALL, RULES, Prometheus, installed
+from tests.support.worker_harness import wait_for_states, worker_processes
+from tests.support.workgroup_harness import workgroup_processes, write_config
 from tests.unit.test_grafana_dashboard import DASHBOARD, queries
-from tests.worker_harness import wait_for_states, worker_processes
-from tests.workgroup_harness import workgroup_processes, write_config
 
 pytestmark = [
     pytest.mark.slow,
@@ -51,7 +51,9 @@ def rule_metric_names() -> set[str]:
 def fleet(target, tmp_path: Path) -> Iterator[tuple[str, str]]:
     """A workgroup (one child, queue default) and a bare worker (queue other): the
     scrape address of each."""
-    config = write_config(tmp_path / "wg.toml", WORKGROUP, actors="tests.worker_actors:registry")
+    config = write_config(
+        tmp_path / "wg.toml", WORKGROUP, actors="tests.support.worker_actors:registry"
+    )
     with (
         workgroup_processes() as start,
         worker_processes(target, tmp_path, "--health-port", "0", "--queues", "other") as spawn,

@@ -15,14 +15,19 @@ from pathlib import Path
 import pytest
 
 from taskq import AsyncClient, exit_codes
-from tests.helpers import wait_until
-from tests.readiness_actors import crunch
-from tests.worker_harness import WorkerProcess, http_get_sync, wait_for_states, worker_processes
-from tests.workgroup_harness import Workgroup, workgroup_processes, write_config
+from tests.support.helpers import wait_until
+from tests.support.readiness_actors import crunch
+from tests.support.worker_harness import (
+    WorkerProcess,
+    http_get_sync,
+    wait_for_states,
+    worker_processes,
+)
+from tests.support.workgroup_harness import Workgroup, workgroup_processes, write_config
 
 pytestmark = pytest.mark.slow
 
-ACTORS = "tests.readiness_actors:registry"
+ACTORS = "tests.support.readiness_actors:registry"
 STARTING = "starting: the consumers do not claim yet"
 
 

@@ -2,7 +2,7 @@
 docs/jobs.md "Actor options and deploys").
 
 Two real ``taskq worker`` processes run two versions of one actor
-(``tests.deploy_actors``): v1 with ``max_attempts=2`` and no timeout, v2 with
+(``tests.support.deploy_actors``): v1 with ``max_attempts=2`` and no timeout, v2 with
 ``max_attempts=4``, a 0.5 s timeout and priority 5. v1 starts first; v2 starts beside it
 and takes its options on (``actor-config-updated``, logged once), without
 ``--force-update-actor-config``. Each worker consumes a queue of its own, so the test
@@ -24,12 +24,12 @@ from pathlib import Path
 import pytest
 
 from taskq import AsyncClient, exit_codes
-from tests.deploy_actors import make_registry
-from tests.worker_harness import WorkerProcess, wait_for_states
+from tests.support.deploy_actors import make_registry
+from tests.support.worker_harness import WorkerProcess, wait_for_states
 
 pytestmark = pytest.mark.slow
 
-ACTORS = "tests.deploy_actors:registry"
+ACTORS = "tests.support.deploy_actors:registry"
 
 
 def start(target, tmp_path: Path, version: int, queue: str) -> WorkerProcess:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from taskq import Client
-from tests import dashboard_actors as actors
-from tests.worker_harness import WorkerProcess
-from tests.workgroup_harness import Workgroup, run_cli, write_config
+from tests.support import dashboard_actors as actors
+from tests.support.worker_harness import WorkerProcess
+from tests.support.workgroup_harness import Workgroup, run_cli, write_config
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +34,7 @@ def test_worker_started_and_job_dead_lines_hide_passwords(pg_target, tmp_path: P
     worker = WorkerProcess(
         pg_target,
         "--actors",
-        "tests.dashboard_actors:registry",
+        "tests.support.dashboard_actors:registry",
         "--queues",
         "reports",
         env=env,
@@ -58,7 +58,7 @@ def test_workgroup_store_opened_hides_the_password(pg_target, tmp_path: Path) ->
     config = write_config(
         tmp_path / "wg.toml",
         '[[workers]]\nname = "w"\nqueues = ["default"]\n',
-        actors="tests.dashboard_actors:registry",
+        actors="tests.support.dashboard_actors:registry",
     )
     group = Workgroup(config, env)
     try:

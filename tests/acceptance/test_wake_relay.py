@@ -25,10 +25,10 @@ from taskq.client import AsyncClient
 from taskq.store.postgres.notices import APPLICATION_NAME
 from taskq.workgroup.config import health_socket_path
 from tests.conftest import target_fixture
-from tests.helpers import async_wait_until, migrated_store
-from tests.worker_harness import http_get, metric_value
-from tests.workgroup_actors import nap, noop, send_email
-from tests.workgroup_harness import Workgroup, run_cli, workgroup_processes, write_config
+from tests.support.helpers import async_wait_until, migrated_store
+from tests.support.worker_harness import http_get, metric_value
+from tests.support.workgroup_actors import nap, noop, send_email
+from tests.support.workgroup_harness import Workgroup, run_cli, workgroup_processes, write_config
 
 pytestmark = pytest.mark.slow
 

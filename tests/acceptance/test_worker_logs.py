@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from taskq import AsyncClient
-from tests import log_actors
-from tests.helpers import wait_until
-from tests.worker_harness import ROOT, WorkerProcess, wait_for_states
+from tests.support import log_actors
+from tests.support.helpers import wait_until
+from tests.support.worker_harness import ROOT, WorkerProcess, wait_for_states
 
 pytestmark = pytest.mark.slow
 
-ACTORS = ("--actors", "tests.log_actors:registry", "--queues", "logs", "--cpu-workers", "1")
+ACTORS = ("--actors", "tests.support.log_actors:registry", "--queues", "logs", "--cpu-workers", "1")
 
 
 @pytest.fixture
@@ -92,7 +92,7 @@ def test_a_bad_log_setting_is_one_clear_line(
     sqlite_target, tmp_path: Path, name: str, value: str, says: str
 ) -> None:
     env = {**sqlite_target.env, "PYTHONPATH": str(ROOT), name: value}
-    for args in (["jobs", "stats"], ["worker", "--actors", "tests.log_actors:registry"]):
+    for args in (["jobs", "stats"], ["worker", "--actors", "tests.support.log_actors:registry"]):
         done = subprocess.run(
             [sys.executable, "-m", "taskq", *args],
             cwd=ROOT,

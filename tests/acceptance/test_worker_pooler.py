@@ -14,10 +14,10 @@ import pytest
 
 from taskq import AsyncClient, exit_codes
 from taskq.settings import HEALTH_DSN_ENV
-from tests import worker_actors as actors
 from tests.conftest import StoreTarget
-from tests.helpers import migrated_store
-from tests.worker_harness import WorkerProcess, wait_for_states
+from tests.support import worker_actors as actors
+from tests.support.helpers import migrated_store
+from tests.support.worker_harness import WorkerProcess, wait_for_states
 
 
 @pytest.fixture

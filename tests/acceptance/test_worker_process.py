@@ -19,10 +19,10 @@ import psycopg
 import pytest
 
 from taskq import AsyncClient, exit_codes
-from tests import worker_actors as actors
 from tests.conftest import WITH_POOLER, target_fixture
-from tests.helpers import async_wait_until, wait_until
-from tests.worker_harness import ROOT, WorkerProcess, http_get_sync, wait_for_states
+from tests.support import worker_actors as actors
+from tests.support.helpers import async_wait_until, wait_until
+from tests.support.worker_harness import ROOT, WorkerProcess, http_get_sync, wait_for_states
 
 # claims, acks, heartbeats, rescues, cancels and limits also through PgBouncer (issue 19)
 target = target_fixture(*WITH_POOLER)
@@ -209,7 +209,7 @@ async def test_crash_loop_guard_ends_the_process_non_zero_with_a_critical_line(s
         ids = await client.enqueue_many(
             actors.consumer_fault, [((f"c{i}",), {}) for i in range(12)]
         )
-        middleware = {"TASKQ_WORKER_MIDDLEWARE": "tests.worker_actors:fault_middleware"}
+        middleware = {"TASKQ_WORKER_MIDDLEWARE": "tests.support.worker_actors:fault_middleware"}
         worker = spawn("--queues", "faulty", "--max-concurrency", "12", extra_env=middleware)
         assert worker.wait(timeout=120) == exit_codes.CRASH_LOOP
         jobs = [await client.get(i) for i in ids]
@@ -227,7 +227,7 @@ async def test_a_raising_middleware_hook_never_stops_a_job_or_the_worker(store, 
     SIGTERM and exits 0."""
     async with AsyncClient(store=store) as client:
         ids = await client.enqueue_many(actors.remember, [((f"h{i}",), {}) for i in range(8)])
-        middleware = {"TASKQ_WORKER_MIDDLEWARE": "tests.worker_actors:broken_hooks"}
+        middleware = {"TASKQ_WORKER_MIDDLEWARE": "tests.support.worker_actors:broken_hooks"}
         worker = spawn("--max-concurrency", "2", extra_env=middleware)
         jobs = await wait_for_states(store, ids, {"succeeded"})
         assert worker.proc.poll() is None  # still running
@@ -409,7 +409,7 @@ async def test_actor_options_in_code_take_effect_and_a_queue_change_needs_force(
     first.signal(signal.SIGTERM)
     assert first.wait() == exit_codes.OK
     # how a job runs: the new code's options are recorded and logged once
-    changed = spawn("--actors", "tests.worker_actors_drifted:registry")
+    changed = spawn("--actors", "tests.support.worker_actors_drifted:registry")
     changed.wait_for_event("worker-started")
     (updated,) = changed.events("actor-config-updated")
     assert updated["differences"] == ["remember: max_attempts 3 -> 7"]
@@ -417,7 +417,7 @@ async def test_actor_options_in_code_take_effect_and_a_queue_change_needs_force(
     changed.signal(signal.SIGTERM)
     assert changed.wait() == exit_codes.OK
     # where jobs go: refused, with one line that says what to do; nothing written
-    moved = spawn("--actors", "tests.worker_actors_drifted:moved")
+    moved = spawn("--actors", "tests.support.worker_actors_drifted:moved")
     assert moved.wait() == exit_codes.CANNOT_START
     (line,) = moved.events("worker-cannot-start")
     assert line["error"].startswith(
@@ -427,7 +427,9 @@ async def test_actor_options_in_code_take_effect_and_a_queue_change_needs_force(
     assert moved.log_path.read_text().splitlines()[-1] == f"taskq: {line['error']}"
     assert not moved.events("worker-started")
     assert (await store.actor_configs())["remember"].queue == "default"
-    forced = spawn("--actors", "tests.worker_actors_drifted:moved", "--force-update-actor-config")
+    forced = spawn(
+        "--actors", "tests.support.worker_actors_drifted:moved", "--force-update-actor-config"
+    )
     forced.wait_for_event("worker-started")
     (updated,) = forced.events("actor-config-updated")
     assert updated["differences"] == ["remember: queue 'default' -> 'elsewhere'"]
@@ -466,7 +468,7 @@ async def test_workgroup_child_does_not_outlive_its_parent(target, store, env, t
     parent_code = (
         "import subprocess, sys, uuid\n"
         "child = subprocess.Popen([sys.executable, '-m', 'taskq', 'worker', '--actors', "
-        "'tests.worker_actors:registry', '--workgroup-instance', str(uuid.uuid4()), "
+        "'tests.support.worker_actors:registry', '--workgroup-instance', str(uuid.uuid4()), "
         f"'--heartbeat-interval', '0.3', '--lease', '2'], stderr=open({str(child_log)!r}, 'wb'))\n"
         f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
         "child.wait()\n"
@@ -511,7 +513,7 @@ async def test_cpu_actor_that_exits_is_crashed_then_poison_and_the_pool_serves_o
     """cpu_bound actors run in the process pool of a real worker: a job whose process
     ``os._exit``s is a crash (re-run if idempotent, poison after two; dead/crashed if not),
     a job that raises is a normal failure, and the pool keeps serving."""
-    worker = spawn("--actors", "tests.worker_cpu_actors:registry", "--cpu-workers", "2")
+    worker = spawn("--actors", "tests.support.worker_cpu_actors:registry", "--cpu-workers", "2")
     worker.wait_for_event("worker-started")  # it recorded the actors' options: enqueue by name
     async with AsyncClient(store=store) as client:
         square = await client.enqueue_with("cpu_square", [7])
@@ -546,7 +548,7 @@ async def test_open_pool_breaker_leaves_cpu_jobs_queued_uncharged_others_run(
     sock = str(tmp_path / "health.sock")
     worker = spawn(
         "--actors",
-        "tests.worker_cpu_actors:registry",
+        "tests.support.worker_cpu_actors:registry",
         "--cpu-workers",
         "2",
         "--health-socket-path",

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from taskq import AsyncClient
-from tests import worker_actors as actors
 from tests.acceptance.test_cli import assert_one_line_error, taskq
-from tests.helpers import async_wait_until
-from tests.worker_harness import WorkerProcess, wait_for_states
+from tests.support import worker_actors as actors
+from tests.support.helpers import async_wait_until
+from tests.support.worker_harness import WorkerProcess, wait_for_states
 
 
 @pytest.mark.parametrize(

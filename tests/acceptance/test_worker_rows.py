@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.acceptance.test_cli import taskq
-from tests.helpers import wait_until
-from tests.worker_harness import WorkerProcess
+from tests.support.helpers import wait_until
+from tests.support.worker_harness import WorkerProcess
 
 pytestmark = pytest.mark.slow
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from taskq import AsyncClient
-from tests import startup_actors
-from tests.helpers import wait_until
-from tests.worker_harness import ROOT, WorkerProcess
+from tests.support import startup_actors
+from tests.support.helpers import wait_until
+from tests.support.worker_harness import ROOT, WorkerProcess
 
 pytestmark = pytest.mark.slow
 
@@ -63,7 +63,7 @@ def modules_at_first_job(target, tmp_path: Path) -> set[str]:
     worker = WorkerProcess(
         target,
         "--actors",
-        "tests.startup_actors:registry",
+        "tests.support.startup_actors:registry",
         env=env,
         log_path=tmp_path / "worker.log",
     )

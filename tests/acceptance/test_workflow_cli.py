@@ -7,9 +7,9 @@ import uuid
 
 import taskq
 import taskq.testing
-from tests import workflow_actors as wa
 from tests.acceptance.test_cli import assert_one_line_error
 from tests.acceptance.test_cli import taskq as run
+from tests.support import workflow_actors as wa
 
 WORKFLOW_KEYS = {
     "id",

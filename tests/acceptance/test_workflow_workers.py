@@ -3,7 +3,7 @@
 The fan-in is decided in the statement that acks the last upstream step, so SIGKILLs
 of the workers at any moment neither lose the fan-in step nor run it before its
 upstream steps, nor (for a step that must not run twice) run it twice. Every run any
-process makes is recorded (tests.workflow_actors) and checked against the store.
+process makes is recorded (tests.support.workflow_actors) and checked against the store.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 import taskq
-from tests import workflow_actors as wa
-from tests.helpers import wait_until
-from tests.worker_harness import WorkerProcess
+from tests.support import workflow_actors as wa
+from tests.support.helpers import wait_until
+from tests.support.worker_harness import WorkerProcess
 
 pytestmark = pytest.mark.slow
 
-ACTORS = ("--actors", "tests.workflow_actors:registry", "--max-concurrency", "4")
+ACTORS = ("--actors", "tests.support.workflow_actors:registry", "--max-concurrency", "4")
 
 
 def _env(target: Any, record: Path) -> dict[str, str]:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from taskq.client import AsyncClient
-from tests.helpers import async_wait_until
-from tests.workgroup_actors import exit_worker, held
-from tests.workgroup_harness import Workgroup, write_config
+from tests.support.helpers import async_wait_until
+from tests.support.workgroup_actors import exit_worker, held
+from tests.support.workgroup_harness import Workgroup, write_config
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.workgroup_harness import REPO, run_cli, write_config
+from tests.support.workgroup_harness import REPO, run_cli, write_config
 
 EXAMPLE = REPO / "examples" / "workgroup.toml"
 
@@ -113,8 +113,8 @@ def test_missing_actors_key(tmp_path: Path) -> None:
     ("actors", "needle"),
     [
         ("tests.no_such_module:registry", "no such module"),
-        ("tests.workgroup_actors:nothing", "has no attribute"),
-        ("tests.workgroup_actors:nap", "not a taskq.Registry"),
+        ("tests.support.workgroup_actors:nothing", "has no attribute"),
+        ("tests.support.workgroup_actors:nap", "not a taskq.Registry"),
     ],
 )
 def test_unimportable_actors(tmp_path: Path, actors: str, needle: str) -> None:

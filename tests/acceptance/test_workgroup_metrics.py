@@ -14,9 +14,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from taskq.client import Client
-from tests.helpers import wait_until
-from tests.workgroup_actors import fail, noop
-from tests.workgroup_harness import Workgroup, write_config
+from tests.support.helpers import wait_until
+from tests.support.workgroup_actors import fail, noop
+from tests.support.workgroup_harness import Workgroup, write_config
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from taskq.jobs import ActorConfig
-from tests.workgroup_actors import registry
-from tests.workgroup_harness import run_cli, write_config
+from tests.support.workgroup_actors import registry
+from tests.support.workgroup_harness import run_cli, write_config
 
 pytestmark = pytest.mark.slow
 

@@ -2,7 +2,7 @@
 
 Nothing here is mocked: the supervisor is a subprocess, its children are the real worker,
 the jobs are in a real SQLite file or Postgres schema, and the test kills, stops and
-hangs processes with signals. Every wait has a deadline (``tests.helpers``).
+hangs processes with signals. Every wait has a deadline (``tests.support.helpers``).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import pytest
 from taskq.client import AsyncClient
 from taskq.store import create_store
 from taskq.workgroup import SupervisionEvent, Supervisor, parse_config
-from tests.helpers import async_wait_until, wait_until
-from tests.workgroup_actors import nap, noop, shout
-from tests.workgroup_harness import (
+from tests.support.helpers import async_wait_until, wait_until
+from tests.support.workgroup_actors import nap, noop, shout
+from tests.support.workgroup_harness import (
     Workgroup,
     pid_alive,
     taskq_env,
@@ -350,7 +350,7 @@ async def test_a_child_that_cannot_be_spawned_is_retried_then_latched(
 ) -> None:
     config = parse_config(
         {
-            "actors": "tests.workgroup_actors:registry",
+            "actors": "tests.support.workgroup_actors:registry",
             "supervisor": {
                 "backoff_initial": 0.01,
                 "backoff_max": 0.02,
@@ -385,7 +385,7 @@ async def test_in_process_supervisor_reloads_running_children_but_not_during_shu
 ) -> None:
     config = parse_config(
         {
-            "actors": "tests.workgroup_actors:registry",
+            "actors": "tests.support.workgroup_actors:registry",
             "supervisor": {"shutdown_grace": 20.0, "health_pg_dsn": sqlite_target.dsn},
             "workers": [{"name": "api"}],
         }

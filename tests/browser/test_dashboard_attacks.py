@@ -28,10 +28,10 @@ import pytest
 
 from taskq.client import Client
 from taskq.testing import drain
-from tests import dashboard_actors as actors
-from tests.browser.dashboard_process import TOKEN, answers, free_port, start, stop
-from tests.helpers import wait_until
-from tests.workgroup_harness import run_cli
+from tests.support import dashboard_actors as actors
+from tests.support.dashboard_process import TOKEN, answers, free_port, start, stop
+from tests.support.helpers import wait_until
+from tests.support.workgroup_harness import run_cli
 
 pytestmark = pytest.mark.slow
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.dashboard_process import TOKEN, answers, free_port, start, stop
-from tests.helpers import wait_until
-from tests.workgroup_harness import run_cli
+from tests.support.dashboard_process import TOKEN, answers, free_port, start, stop
+from tests.support.helpers import wait_until
+from tests.support.workgroup_harness import run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +39,7 @@ def site(target, tmp_path: Path) -> Iterator[dict[str, object]]:
     }
     assert run_cli("migrate", env=env).returncode == 0
     from taskq.client import Client
-    from tests import dashboard_actors as actors
+    from tests.support import dashboard_actors as actors
 
     with Client(target.dsn, schema=target.schema) as client:
         ids = {
@@ -55,7 +55,7 @@ def site(target, tmp_path: Path) -> Iterator[dict[str, object]]:
         [
             "worker",
             "--actors",
-            "tests.dashboard_actors:registry",
+            "tests.support.dashboard_actors:registry",
             "--queues",
             WORKER_QUEUES,
             "--poll-interval",

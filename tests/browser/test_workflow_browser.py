@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import taskq
-from tests import workflow_actors as wa
-from tests.browser.dashboard_process import TOKEN, answers, free_port, start, stop
 from tests.browser.test_dashboard_browser import shots
-from tests.helpers import wait_until
-from tests.workgroup_harness import run_cli
+from tests.support import workflow_actors as wa
+from tests.support.dashboard_process import TOKEN, answers, free_port, start, stop
+from tests.support.helpers import wait_until
+from tests.support.workgroup_harness import run_cli
 
 pytestmark = pytest.mark.slow
 __all__ = ["shots"]  # the fixture, used by name
@@ -35,7 +35,7 @@ def run(target, tmp_path: Path) -> Iterator[dict[str, object]]:
         wf_id = client.enqueue_workflow(wf)
     port = free_port()
     worker = start(
-        ["worker", "--actors", "tests.workflow_actors:registry", "--poll-interval", "0.1"],
+        ["worker", "--actors", "tests.support.workflow_actors:registry", "--poll-interval", "0.1"],
         env,
         tmp_path / "worker.log",
     )

@@ -4,7 +4,7 @@ against every engine, so the engines cannot drift.
 Every test here takes the ``store`` fixture (or ``target``), parametrised by this
 module's ``target`` over ``ENGINES``: SQLite (a fresh file per test), Postgres (a fresh
 schema per test) and the same Postgres through a real PgBouncer in transaction mode
-(``tests/pgbouncer.py``; LISTEN on ``TASKQ_PG_DSN_DIRECT``). A new engine, or a new way
+(``tests/support/pgbouncer.py``; LISTEN on ``TASKQ_PG_DSN_DIRECT``). A new engine, or a new way
 to reach one, is one more entry here.
 """
 

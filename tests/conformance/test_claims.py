@@ -8,9 +8,8 @@ import json
 
 from taskq.ids import uuid7
 from taskq.jobs import Outcome, OutcomeKind
-from tests.integration.storekit import another_store, spec
-
-from .kit import LEASE, claim_all, future, past
+from tests.support.conformance_kit import LEASE, claim_all, future, past
+from tests.support.storekit import another_store, spec
 
 
 # -- claiming ------------------------------------------------------------------------

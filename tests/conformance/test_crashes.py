@@ -10,9 +10,8 @@ import pytest
 
 from taskq.ids import uuid7
 from taskq.jobs import ActorConfig, Outcome, OutcomeKind, WorkerInfo
-from tests.integration.storekit import another_store, spec
-
-from .kit import LEASE, claim_all, worker
+from tests.support.conformance_kit import LEASE, claim_all, worker
+from tests.support.storekit import another_store, spec
 
 
 # -- crash rules ---------------------------------------------------------------------

@@ -9,9 +9,8 @@ from datetime import UTC, datetime, timedelta
 from taskq.ids import uuid7
 from taskq.insight import JobFilter, QueueDepth
 from taskq.jobs import Outcome, OutcomeKind
-from tests.integration.storekit import another_store, spec
-
-from .kit import worker
+from tests.support.conformance_kit import worker
+from tests.support.storekit import another_store, spec
 
 
 def ago(seconds: float) -> datetime:

@@ -13,9 +13,8 @@ import pytest
 from taskq.exceptions import StoreError
 from taskq.ids import uuid7
 from taskq.jobs import ALL_STATES, Outcome, OutcomeKind
-from tests.integration.storekit import another_store, spec
-
-from .kit import LEASE, actor, claim_all, future, worker
+from tests.support.conformance_kit import LEASE, actor, claim_all, future, worker
+from tests.support.storekit import another_store, spec
 
 
 # -- lifecycle -----------------------------------------------------------------------

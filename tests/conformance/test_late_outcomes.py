@@ -7,7 +7,7 @@ import pytest
 
 from taskq.ids import uuid7
 from taskq.jobs import Outcome, OutcomeKind
-from tests.integration.storekit import spec
+from tests.support.storekit import spec
 
 LEASE = 30.0
 

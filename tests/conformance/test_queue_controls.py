@@ -12,7 +12,7 @@ from taskq import AsyncClient
 from taskq.exceptions import ActorNotFound, ConfigError
 from taskq.ids import uuid7
 from taskq.jobs import ActorConfig, Limits, Rate
-from tests.integration.storekit import another_store, spec
+from tests.support.storekit import another_store, spec
 
 LEASE = 30.0
 
@@ -311,7 +311,7 @@ async def test_paused_queues_reach_the_fleet_metrics(store, client):
 
 
 async def test_a_rate_window_slides_and_old_starts_stop_counting(store, client):
-    from tests.helpers import async_wait_until
+    from tests.support.helpers import async_wait_until
 
     await client.set_queue_limits("a", rate="2/second")
     await store.enqueue([spec(queue="a") for _ in range(5)])

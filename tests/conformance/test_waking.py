@@ -10,9 +10,8 @@ import pytest
 
 from taskq.ids import uuid7
 from taskq.jobs import Outcome, OutcomeKind
-from tests.integration.storekit import another_store, spec
-
-from .kit import claim_all, future
+from tests.support.conformance_kit import claim_all, future
+from tests.support.storekit import another_store, spec
 
 
 # -- waking --------------------------------------------------------------------------
@@ -25,7 +24,8 @@ async def prime(store, w) -> None:
 
 async def test_warm_up_claims_nothing_and_opens_the_listening(store, target):
     """A starting worker warms its store up while it checks the schema: nothing may be
-    claimed yet; on Postgres the LISTEN is in place (its first wait finds it open)."""
+    claimed yet; on Postgres the LISTEN is in place (its first wait finds it open): one
+    connection, LISTENing on both channels (its last statement the second LISTEN)."""
     (job_id,) = await store.enqueue([spec()])
     await store.warm_up()
     await store.warm_up()  # again: nothing more
@@ -34,8 +34,8 @@ async def test_warm_up_claims_nothing_and_opens_the_listening(store, target):
     if target.kind == "postgres":
         with psycopg.connect(target.dsn, autocommit=True) as conn:
             (listening,) = conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE query = %s",
-                (f'LISTEN "{store.channel}"',),
+                "SELECT count(*) FROM pg_stat_activity WHERE query = ANY(%s)",
+                ([f'LISTEN "{store.channel}"', f'LISTEN "{store.cancel_channel}"'],),
             ).fetchone()
         assert listening == 1
     assert [c.id for c in await claim_all(store, uuid7())] == [job_id]

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from taskq.procpool import causes
-from tests.worker_harness import runs_file  # noqa: F401 (the worker tests' run record)
+from tests.support.worker_harness import runs_file  # noqa: F401 (the worker tests' run record)
 
 
 @pytest.fixture

@@ -9,11 +9,10 @@ from taskq.ids import uuid7
 from taskq.registry import RetryBackoff
 from taskq.worker import outcomes
 from taskq.worker.acker import FENCED_OUT, NOT_ANSWERED, Acker
-from tests.conformance.kit import claim_all
-from tests.helpers import async_wait_until
-from tests.worker_logs import captured_logs
-
-from .storekit import spec
+from tests.support.conformance_kit import claim_all
+from tests.support.helpers import async_wait_until
+from tests.support.storekit import spec
+from tests.support.worker_logs import captured_logs
 
 
 async def run_acker(acker: Acker, until) -> None:

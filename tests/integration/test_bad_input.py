@@ -14,9 +14,9 @@ import pytest
 from taskq import AsyncClient, Client
 from taskq.exceptions import ActorNotFound, ConfigError, InvalidText, PayloadTooDeep, TaskqError
 from taskq.validation import INT_MAX, INT_MIN, MAX_JSON_DEPTH
-from tests import dashboard_actors as actors
-from tests import result_actors
-from tests.worker_harness import running_worker, wait_for_states
+from tests.support import dashboard_actors as actors
+from tests.support import result_actors
+from tests.support.worker_harness import running_worker, wait_for_states
 
 
 def nested(depth: int) -> Any:
@@ -136,7 +136,7 @@ async def test_a_result_that_cannot_be_stored_alike_is_dropped_alike(target, sto
             kind: await client.enqueue(result_actors.async_unstorable, kind)
             for kind in ("nul", "deep")
         }
-        async with running_worker(target, actors="tests.result_actors:registry"):
+        async with running_worker(target, actors="tests.support.result_actors:registry"):
             done = await wait_for_states(
                 store, list(ids.values()), {"succeeded", "dead"}, timeout=60
             )

@@ -10,9 +10,8 @@ import pytest
 
 from taskq.ids import uuid7
 from taskq.jobs import Limits
-from tests.helpers import migrated_store
-
-from .storekit import pg_statements_on_search_path, spec
+from tests.support.helpers import migrated_store
+from tests.support.storekit import pg_statements_on_search_path, spec
 
 Q = pg_statements_on_search_path()
 

@@ -20,9 +20,9 @@ from taskq.ids import uuid7_ints
 from taskq.jobs import JobColumns, new_job_ids
 from taskq.store import create_store
 from taskq.store.base import LocalEnqueue
-from tests import worker_actors as actors
-from tests.helpers import migrate
-from tests.worker_harness import running_worker, wait_for_states
+from tests.support import worker_actors as actors
+from tests.support.helpers import migrate
+from tests.support.worker_harness import running_worker, wait_for_states
 
 registry = taskq.Registry()
 

@@ -18,12 +18,11 @@ from taskq import AsyncClient
 from taskq.ids import uuid7
 from taskq.jobs import OutcomeKind
 from taskq.worker.cpu_runner import CpuRunner
-from tests import worker_actors as actors
-from tests.integration import procpool_actors
-from tests.integration.procpool_support import capture_taskq_logs, events, make_pool, until
-from tests.worker_harness import config_for, running_worker, wait_for_states
-
-from .storekit import spec
+from tests.support import procpool_actors
+from tests.support import worker_actors as actors
+from tests.support.procpool_support import capture_taskq_logs, events, make_pool, until
+from tests.support.storekit import spec
+from tests.support.worker_harness import config_for, running_worker, wait_for_states
 
 
 async def kill_twice(store, target, tmp_path: Path, cgroup, *, oom: bool):

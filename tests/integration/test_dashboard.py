@@ -20,7 +20,7 @@ from taskq.exceptions import JobNotFound
 from taskq.ids import uuid7
 from taskq.testing import drain
 from taskq.web import DashboardSettings, create_app
-from tests import dashboard_actors as actors
+from tests.support import dashboard_actors as actors
 
 TOKEN = "s3cret-token-for-tests-0123456789"
 
@@ -234,7 +234,7 @@ async def test_cancel_reaches_a_running_job(target, store, client) -> None:
 
 
 def test_cli_refuses_actions_without_a_token_and_an_unmigrated_store(target, tmp_path) -> None:
-    from tests.workgroup_harness import run_cli
+    from tests.support.workgroup_harness import run_cli
 
     env = {**target.env}
     env.pop("TASKQ_DASHBOARD_TOKEN", None)

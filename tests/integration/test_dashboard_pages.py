@@ -21,9 +21,9 @@ from taskq.ids import uuid7
 from taskq.jobs import ActorConfig, Limits, Rate, WorkerInfo
 from taskq.store.queues import ACTOR
 from taskq.testing import drain
-from tests import dashboard_actors as actors
-from tests.helpers import wait_until
-from tests.integration.dashboard_support import token_of, web_for
+from tests.support import dashboard_actors as actors
+from tests.support.dashboard_support import token_of, web_for
+from tests.support.helpers import wait_until
 
 TOKEN = "s3cret-token-for-tests-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Origin": "http://testserver"}

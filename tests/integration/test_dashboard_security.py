@@ -20,9 +20,9 @@ from taskq.client import Client
 from taskq.ids import uuid7
 from taskq.jobs import JobSpec
 from taskq.testing import drain
-from tests import dashboard_actors as actors
-from tests.integration.dashboard_support import token_of, web_for
-from tests.integration.procpool_support import capture_taskq_logs, events
+from tests.support import dashboard_actors as actors
+from tests.support.dashboard_support import token_of, web_for
+from tests.support.procpool_support import capture_taskq_logs, events
 
 TOKEN = "s3cret-token-for-tests-0123456789"
 ORIGIN = {"Origin": "http://testserver"}
@@ -237,7 +237,7 @@ def test_wrong_tokens_are_throttled_and_logged_once_per_burst(target, store, cap
         now[0] += throttle.window
         assert web.get("/", headers=BEARER).status_code == 200
         web.get("/", headers=basic("mallory", "another-guess"))  # a new burst
-    failed = events(caplog, "dashboard-auth-failed")
+    failed = events(caplog, "dashboard.auth_failed")
     assert len(failed) == 2
     assert failed[0]["client"] == "testclient" and failed[0]["user"] == "mallory"
     assert failed[0]["level"] == "WARNING"

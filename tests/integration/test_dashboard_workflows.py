@@ -18,8 +18,8 @@ from taskq.testing import drain
 from taskq.web import DashboardSettings, create_app
 from taskq.web.graph import draw, layers
 from taskq.workflows.model import StepInfo
-from tests import workflow_actors as wa
 from tests.integration.test_dashboard import TOKEN, csrf_of
+from tests.support import workflow_actors as wa
 
 
 @pytest.fixture

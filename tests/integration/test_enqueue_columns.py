@@ -17,8 +17,7 @@ import taskq
 from taskq.exceptions import StoreError
 from taskq.ids import uuid7, uuid7_ints
 from taskq.jobs import Job, JobColumns, JobId, new_job_ids
-
-from .storekit import another_store
+from tests.support.storekit import another_store
 
 #: text that COPY's text format and JSON each treat specially
 TRICKY = ["tab\there", "new\nline", "cr\rhere", "back\\slash", "\\N", '"quoted"', "é😀", ""]

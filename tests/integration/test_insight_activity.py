@@ -15,7 +15,7 @@ from taskq import Client
 from taskq.exceptions import ConfigError
 from taskq.insight import JobFilter, QueueDepth
 from taskq.testing import drain
-from tests import dashboard_actors as actors
+from tests.support import dashboard_actors as actors
 
 
 @pytest.fixture

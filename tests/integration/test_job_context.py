@@ -6,10 +6,10 @@ import pytest
 
 import taskq
 from taskq import AsyncClient, NoCurrentJob
-from tests import context_actors as actors
-from tests.worker_harness import running_worker, wait_for_states
+from tests.support import context_actors as actors
+from tests.support.worker_harness import running_worker, wait_for_states
 
-ACTORS = "tests.context_actors:registry"
+ACTORS = "tests.support.context_actors:registry"
 
 
 def test_current_job_outside_a_job_is_a_clear_error() -> None:

@@ -20,11 +20,11 @@ import pytest
 from taskq import AsyncClient
 from taskq.insight import VacuumOutcome
 from taskq.store import create_store
-from tests import worker_actors as actors
 from tests.conftest import StoreTarget
-from tests.helpers import async_wait_until, migrated_store
-from tests.worker_harness import WorkerProcess, running_worker
-from tests.worker_logs import captured_logs
+from tests.support import worker_actors as actors
+from tests.support.helpers import async_wait_until, migrated_store
+from tests.support.worker_harness import WorkerProcess, running_worker
+from tests.support.worker_logs import captured_logs
 
 
 def _sql(target: StoreTarget, statement: str) -> list[tuple]:

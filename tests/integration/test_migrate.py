@@ -13,9 +13,8 @@ import psycopg
 
 from taskq.store import create_store
 from taskq.store.sqlfile import load_migrations
-
-from ..helpers import wait_until
-from ..schema_dump import REGENERATE, pg_dump, snapshot_path, sqlite_dump
+from tests.support.helpers import wait_until
+from tests.support.schema_dump import REGENERATE, pg_dump, snapshot_path, sqlite_dump
 
 
 def migrated_schema(target) -> str:

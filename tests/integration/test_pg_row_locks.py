@@ -11,9 +11,8 @@ import pytest
 
 from taskq.ids import uuid7
 from taskq.jobs import Outcome, OutcomeKind, WorkerInfo
-from tests.helpers import migrated_store
-
-from .storekit import spec
+from tests.support.helpers import migrated_store
+from tests.support.storekit import spec
 
 
 @pytest.fixture

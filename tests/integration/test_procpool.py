@@ -30,9 +30,9 @@ from taskq.exceptions import (
     ResultDropped,
 )
 from taskq.procpool import BreakerState, JobFailed, PayloadUndecodable, ProcessPool, causes
-from tests.helpers import wait_until
-from tests.integration import procpool_actors
-from tests.integration.procpool_support import (
+from tests.support import procpool_actors
+from tests.support.helpers import wait_until
+from tests.support.procpool_support import (
     CONTROL_ENV,
     REGISTRY_REF,
     all_breaks,

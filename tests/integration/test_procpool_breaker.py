@@ -15,8 +15,8 @@ import pytest
 from taskq.exceptions import BreakerOpen, JobCancelled, ProcessDied
 from taskq.procpool import BreakerState, ProcessPool
 from taskq.procpool.breaker import Admission, Breaker
-from tests.integration import procpool_actors
-from tests.integration.procpool_support import (
+from tests.support import procpool_actors
+from tests.support.procpool_support import (
     assert_no_process_left,
     capture_taskq_logs,
     events,

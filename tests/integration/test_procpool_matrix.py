@@ -19,8 +19,8 @@ import pytest
 
 from taskq.exceptions import JobTimedOut, ProcessDied, ResultDropped
 from taskq.procpool import JobFailed
-from tests.integration.procpool_actors import FAILURES
-from tests.integration.procpool_support import (
+from tests.support.procpool_actors import FAILURES
+from tests.support.procpool_support import (
     all_breaks,
     assert_no_process_left,
     break_count,

@@ -18,7 +18,7 @@ import pytest
 
 from taskq.exceptions import JobCancelled, ProcessDied
 from taskq.procpool import ProcessPool
-from tests.integration.procpool_support import (
+from tests.support.procpool_support import (
     all_breaks,
     assert_no_process_left,
     capture_taskq_logs,

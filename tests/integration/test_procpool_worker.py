@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from taskq import AsyncClient
-from tests import worker_cpu_actors as mixed
-from tests.integration import procpool_actors as actors
-from tests.integration.procpool_support import assert_no_process_left
-from tests.worker_harness import running_worker, wait_for_states
+from tests.support import procpool_actors as actors
+from tests.support import worker_cpu_actors as mixed
+from tests.support.procpool_support import assert_no_process_left
+from tests.support.worker_harness import running_worker, wait_for_states
 
-ACTORS = "tests.integration.procpool_actors:registry"
+ACTORS = "tests.support.procpool_actors:registry"
 
 
 async def test_worker_applies_the_crash_rules_and_bystanders_are_never_charged(target, store):
@@ -84,7 +84,10 @@ async def test_io_jobs_pass_a_cpu_backlog_that_saturates_the_pool(target, store,
         )
         io_job = await client.enqueue(mixed.ping, "through")
         async with running_worker(
-            target, actors="tests.worker_cpu_actors:registry", cpu_workers=2, max_concurrency=10
+            target,
+            actors="tests.support.worker_cpu_actors:registry",
+            cpu_workers=2,
+            max_concurrency=10,
         ):
             [done] = await wait_for_states(store, [io_job], {"succeeded"}, timeout=60)
             assert done.result == "through"
@@ -106,7 +109,7 @@ async def test_a_mixed_worker_claims_its_cpu_backlog_without_waiting_for_the_pol
         jobs = await client.enqueue_many(mixed.cpu_square, [((i,), {}) for i in range(80)])
         async with running_worker(
             target,
-            actors="tests.worker_cpu_actors:registry",
+            actors="tests.support.worker_cpu_actors:registry",
             cpu_workers=2,
             max_concurrency=10,
             poll_interval=300.0,

@@ -12,7 +12,7 @@ import taskq
 from taskq.ids import uuid7
 from taskq.jobs import ActorConfig, Outcome, OutcomeKind
 from taskq.store import create_store
-from tests.helpers import migrate
+from tests.support.helpers import migrate
 
 registry = taskq.Registry()
 

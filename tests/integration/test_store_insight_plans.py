@@ -15,8 +15,9 @@ import secrets
 import psycopg
 import pytest
 
-from ..helpers import migrate
-from .storekit import pg_statements_on_search_path
+from tests.support.helpers import migrate
+from tests.support.storekit import pg_statements_on_search_path
+
 from .test_store_plans import _positional
 
 Q = pg_statements_on_search_path()

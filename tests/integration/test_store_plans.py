@@ -17,8 +17,7 @@ import pytest
 from taskq.jobs import Limits
 from taskq.store.postgres.claims import CLAIM_PLANNER
 from tests.conftest import StoreTarget
-
-from .storekit import pg_statements_on_search_path
+from tests.support.storekit import pg_statements_on_search_path
 
 Q = pg_statements_on_search_path()
 

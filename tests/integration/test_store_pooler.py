@@ -1,4 +1,4 @@
-"""The Postgres store through a real PgBouncer in transaction mode (tests/pgbouncer.py):
+"""The Postgres store through a real PgBouncer in transaction mode (tests/support/pgbouncer.py):
 what it learns at open, what it never sends through a pooler, LISTEN past it, the
 mistakes it refuses, and a pooler that goes away (issue 19)."""
 
@@ -20,12 +20,11 @@ from taskq.ids import uuid7
 from taskq.jobs import Outcome, OutcomeKind
 from taskq.store import create_store
 from taskq.store.postgres import PostgresStore
-from tests import pgbouncer
-from tests import worker_actors as actors
-from tests.helpers import migrated_store
-from tests.worker_logs import captured_logs
-
-from .storekit import spec
+from tests.support import pgbouncer
+from tests.support import worker_actors as actors
+from tests.support.helpers import migrated_store
+from tests.support.storekit import spec
+from tests.support.worker_logs import captured_logs
 
 
 @pytest.fixture
@@ -95,7 +94,7 @@ async def test_many_stores_repeat_the_same_statements_through_one_small_pool(
             assert sum(done) == 400
             assert (await first.stats())["succeeded"] == 400
     finally:
-        bouncer.stop()
+        bouncer.close()
 
 
 async def test_without_a_direct_dsn_a_worker_is_told_once_and_polls(
@@ -163,7 +162,7 @@ async def test_an_unreachable_pooler_is_a_store_outage_and_its_return_the_recove
             assert (await store.stats())["queued"] == 1
             assert len((await store.claim(uuid7(), ["default"], 10, 30.0)).jobs) == 1
     finally:
-        bouncer.stop()
+        bouncer.close()
 
 
 async def test_large_batches_go_by_copy_and_staging_through_the_pooler(

@@ -6,8 +6,7 @@ import json
 import textwrap
 
 from taskq.store import create_store
-
-from ..helpers import start_script, wait_until
+from tests.support.helpers import start_script, wait_until
 
 PRODUCER = textwrap.dedent("""
     import asyncio, json, os, sys, time

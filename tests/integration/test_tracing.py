@@ -23,9 +23,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.util._once import Once
 
 from taskq.client import Client
-from tests.helpers import wait_until
-from tests.otel_actors import traced_fail, traced_ok
-from tests.workgroup_harness import REPO, run_cli, taskq_env
+from tests.support.helpers import wait_until
+from tests.support.otel_actors import traced_fail, traced_ok
+from tests.support.workgroup_harness import REPO, run_cli, taskq_env
 
 pytestmark = pytest.mark.slow
 
@@ -64,7 +64,7 @@ def worker(target, tmp_path: Path) -> Iterator[Path]:
                 "taskq",
                 "worker",
                 "--actors",
-                "tests.otel_actors:registry",
+                "tests.support.otel_actors:registry",
                 "--queues",
                 "traced",
                 "--poll-interval",

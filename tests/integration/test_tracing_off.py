@@ -10,7 +10,7 @@ pytest.importorskip("opentelemetry")
 from opentelemetry import trace
 
 from taskq.client import Client
-from tests.otel_actors import traced_ok
+from tests.support.otel_actors import traced_ok
 
 
 def test_without_an_sdk_nothing_travels_in_the_job(target, store) -> None:

@@ -15,13 +15,13 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from taskq import AsyncClient, Client, ConfigError, JobNotFound
-from tests import worker_actors
 from tests.conftest import StoreTarget
-from tests.django_project import postgres_database
-from tests.helpers import migrate, wait_until
-from tests.worker_harness import WorkerProcess
+from tests.support import worker_actors
+from tests.support.django_project import postgres_database
+from tests.support.helpers import migrate, wait_until
+from tests.support.worker_harness import WorkerProcess
 
-REMEMBER = worker_actors.remember  # the worker process serves tests.worker_actors
+REMEMBER = worker_actors.remember  # the worker process serves tests.support.worker_actors
 
 
 def _migrate(target: StoreTarget) -> None:

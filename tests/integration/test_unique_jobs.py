@@ -10,8 +10,7 @@ import pytest
 
 import taskq
 from taskq import AsyncClient, ConfigError, InvalidJobState, Unique
-
-from ..helpers import start_script, wait_until
+from tests.support.helpers import start_script, wait_until
 
 registry = taskq.Registry()
 

@@ -22,9 +22,9 @@ from taskq.store.postgres.notices import APPLICATION_NAME
 from taskq.store.postgres.store import channel_for
 from taskq.worker.relay import RelayedWakeups
 from taskq.workgroup.relay import WakeRelay
-from tests.helpers import async_wait_until, migrated_store
-from tests.worker_logs import captured_logs
-from tests.workgroup_actors import noop, send_email
+from tests.support.helpers import async_wait_until, migrated_store
+from tests.support.worker_logs import captured_logs
+from tests.support.workgroup_actors import noop, send_email
 
 DEADLINE = 30.0
 

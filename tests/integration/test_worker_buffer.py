@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from taskq.worker.buffer import FAST_JOB, CpuShare, JobBuffer
-from tests.helpers import claimed_job as job
+from tests.support.helpers import claimed_job as job
 
 
 def test_strict_buffer_claims_only_for_free_consumers():

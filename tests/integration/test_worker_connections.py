@@ -14,9 +14,9 @@ import pytest
 from taskq import AsyncClient
 from taskq.exceptions import ConfigError
 from taskq.worker import WorkerConfig
-from tests import worker_actors as actors
-from tests.helpers import async_wait_until, migrated_store
-from tests.worker_harness import ROOT, running_worker, wait_for_states
+from tests.support import worker_actors as actors
+from tests.support.helpers import async_wait_until, migrated_store
+from tests.support.worker_harness import ROOT, running_worker, wait_for_states
 
 
 def server_connections(dsn: str, name: str) -> int:
@@ -37,7 +37,7 @@ async def test_a_busy_worker_never_opens_more_than_its_budget(pg_target) -> None
 
 
 async def _busy_within_budget(pg_target, store) -> None:
-    budget, label = 5, "budgeted"
+    budget, label = 4, "budgeted"  # the least: heartbeat, claims, LISTEN, a pool of 1
     name = f"taskq worker {label}"
     seen: list[int] = []
     async with running_worker(
@@ -95,9 +95,9 @@ async def _beaten(worker) -> bool:
 
 def test_a_budget_too_small_for_a_worker_is_one_line() -> None:
     with pytest.raises(ConfigError, match=r"max.connections"):
-        WorkerConfig(actors="tests.worker_actors:registry", max_connections=4).validate()
+        WorkerConfig(actors="tests.support.worker_actors:registry", max_connections=3).validate()
     done = subprocess.run(
-        [sys.executable, "-m", "taskq", "worker", "--actors", "x:y", "--max-connections", "4"],
+        [sys.executable, "-m", "taskq", "worker", "--actors", "x:y", "--max-connections", "3"],
         cwd=ROOT,
         capture_output=True,
         text=True,

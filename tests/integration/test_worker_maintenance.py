@@ -10,10 +10,10 @@ from taskq import AsyncClient
 from taskq.ids import uuid7
 from taskq.jobs import Outcome, OutcomeKind, WorkerInfo
 from taskq.worker.acker import Acker
-from tests import worker_actors as actors
 from tests.conftest import WITH_POOLER, target_fixture
-from tests.helpers import async_wait_until
-from tests.worker_harness import running_worker, wait_for_states
+from tests.support import worker_actors as actors
+from tests.support.helpers import async_wait_until
+from tests.support.worker_harness import running_worker, wait_for_states
 
 # claims, acks, heartbeats, rescues, cancels and limits also through PgBouncer (issue 19)
 target = target_fixture(*WITH_POOLER)

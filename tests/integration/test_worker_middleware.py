@@ -9,10 +9,10 @@ from collections import Counter
 import taskq
 from taskq import AsyncClient, Middleware
 from taskq.worker.middleware import MiddlewareChain
-from tests import worker_actors as actors
-from tests.helpers import claimed_job
-from tests.worker_harness import running_worker, wait_for_states
-from tests.worker_logs import captured_logs
+from tests.support import worker_actors as actors
+from tests.support.helpers import claimed_job
+from tests.support.worker_harness import running_worker, wait_for_states
+from tests.support.worker_logs import captured_logs
 
 
 class Broken(Middleware):

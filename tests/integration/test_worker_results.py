@@ -13,15 +13,15 @@ from uuid import UUID
 import pytest
 
 from taskq import AsyncClient
-from tests import result_actors as actors
-from tests.integration.procpool_support import (
+from tests.support import result_actors as actors
+from tests.support.procpool_support import (
     assert_no_process_left,
     capture_taskq_logs,
     events,
 )
-from tests.worker_harness import running_worker, wait_for_states
+from tests.support.worker_harness import running_worker, wait_for_states
 
-ACTORS = "tests.result_actors:registry"
+ACTORS = "tests.support.result_actors:registry"
 LIMIT = 4 * 1024
 KINDS = ("async", "sync", "cpu")
 

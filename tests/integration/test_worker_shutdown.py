@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from taskq import AsyncClient
-from tests import worker_actors as actors
 from tests.conftest import WITH_POOLER, target_fixture
-from tests.helpers import async_wait_until
-from tests.worker_harness import running_worker, wait_for_states
+from tests.support import worker_actors as actors
+from tests.support.helpers import async_wait_until
+from tests.support.worker_harness import running_worker, wait_for_states
 
 # claims, acks, heartbeats, rescues, cancels and limits also through PgBouncer (issue 19)
 target = target_fixture(*WITH_POOLER)
@@ -45,7 +45,7 @@ async def _started(runs_file: Path, key: str) -> bool:
 
 async def test_request_stop_before_run_stops_right_after_start(target, store):
     from taskq.worker import Worker
-    from tests.worker_harness import config_for
+    from tests.support.worker_harness import config_for
 
     worker = Worker(config_for(target))
     worker.request_stop("early")

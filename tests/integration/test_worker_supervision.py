@@ -14,10 +14,10 @@ from taskq import AsyncClient, metrics
 from taskq.exceptions import CrashLoop
 from taskq.restart import RestartPolicy
 from taskq.worker.supervisor import TaskSupervisor
-from tests import worker_actors as actors
-from tests.helpers import async_wait_until
-from tests.worker_harness import http_get, metric_value, running_worker, wait_for_states
-from tests.worker_logs import captured_logs
+from tests.support import worker_actors as actors
+from tests.support.helpers import async_wait_until
+from tests.support.worker_harness import http_get, metric_value, running_worker, wait_for_states
+from tests.support.worker_logs import captured_logs
 
 
 def restarts_total() -> float:

@@ -5,7 +5,7 @@ non-idempotent step at most once; and the stored end of every step and of the wo
 is what those rules give.
 
 The steps run through the worker's executor (``taskq.testing.drain``), which records
-every run (tests.workflow_actors) in the order it happened.
+every run (tests.support.workflow_actors) in the order it happened.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import taskq
 import taskq.testing
-from tests import workflow_actors as wa
+from tests.support import workflow_actors as wa
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ from taskq.store import Store
 from taskq.workflows.model import WAITING_RUN_AT, WorkflowRow
 from taskq.workflows.plan import workflow_row
 from tests.conftest import WITH_POOLER, target_fixture
-
-from .storekit import another_store, spec
+from tests.support.storekit import another_store, spec
 
 # through PgBouncer too: the trigger functions carry their own search_path
 target = target_fixture(*WITH_POOLER)

@@ -18,8 +18,8 @@ import taskq
 import taskq.testing
 from taskq.exceptions import InvalidWorkflow, WorkflowNotFound
 from taskq.testing import drain_async
-from tests import workflow_actors as wa
 from tests.conftest import WITH_POOLER, target_fixture
+from tests.support import workflow_actors as wa
 
 # through PgBouncer too: the trigger functions carry their own search_path
 target = target_fixture(*WITH_POOLER)

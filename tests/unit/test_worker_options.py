@@ -29,7 +29,7 @@ def _other(opt: options.Option) -> Any:
     if isinstance(kind, kinds.Queues):
         return ["a", "b"]
     if isinstance(kind, kinds.References):
-        return ["tests.worker_actors:Noisy"]
+        return ["tests.support.worker_actors:Noisy"]
     if isinstance(kind, kinds.Prefetch):
         return "auto"
     if isinstance(kind, kinds.Seconds):

@@ -8,7 +8,7 @@ import pytest
 
 from taskq.exceptions import ConfigError
 from taskq.lifecycle import Parts, PartState, StopSignal
-from tests.helpers import async_wait_until
+from tests.support.helpers import async_wait_until
 
 
 class Recorder:

@@ -26,7 +26,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workgroup.toml"
 
 
 def minimal(**extra: object) -> dict:
-    doc: dict = {"actors": "tests.workgroup_actors:registry", "workers": [{"name": "api"}]}
+    doc: dict = {"actors": "tests.support.workgroup_actors:registry", "workers": [{"name": "api"}]}
     doc.update(extra)
     return doc
 
@@ -274,7 +274,7 @@ def test_child_shutdown_grace_fits_inside_the_supervisors() -> None:
 
 
 def test_warnings_for_a_short_grace_and_an_unconsumed_queue() -> None:
-    from tests.workgroup_actors import registry
+    from tests.support.workgroup_actors import registry
 
     config = parse_config(
         minimal(

@@ -76,6 +76,8 @@ FROZEN = frozenset(
         "worker died",
         "actor-config-updated",
         "listen-unavailable",
+        "dashboard.listening",  # issue 21 names these two
+        "dashboard.auth_failed",
     }
 )
 

@@ -169,7 +169,7 @@ WORKGROUP_CHILD_METRICS_UNREADABLE = _e(
 # -- the dashboard -----------------------------------------------------------------------
 _e = declare("dashboard")
 DASHBOARD_LISTENING = _e(
-    "dashboard-listening",
+    "dashboard.listening",
     INFO,
     "url actions auth hosts",
     "`taskq dashboard` is bound and serves; `hosts` are the host names it answers to",
@@ -181,7 +181,7 @@ DASHBOARD_UNAUTHENTICATED = _e(
     "the dashboard listens beyond localhost without a token",
 )
 DASHBOARD_AUTH_FAILED = _e(
-    "dashboard-auth-failed",
+    "dashboard.auth_failed",
     WARNING,
     "client user scheme limit window",
     "a wrong dashboard token (never logged) from `client`; once per burst: the first of "

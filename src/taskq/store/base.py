@@ -43,9 +43,10 @@ from ..jobs import (
     QueueInfo,
     RescuedJob,
     ScheduleInfo,
+    StepRow,
     WorkerInfo,
 )
-from ..workflows.model import StepRow, WorkflowInfo, WorkflowRow
+from ..workflows.model import WorkflowInfo, WorkflowRow
 from .drift import Difference
 from .insight import Insight
 

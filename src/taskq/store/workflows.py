@@ -18,12 +18,11 @@ from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
-from ..jobs import DeadReason, JobState, Outcome, OutcomeKind
+from ..jobs import DeadReason, JobState, Outcome, OutcomeKind, StepRow
 from ..workflows.model import (
     MAX_STEPS,
     WAITING_RUN_AT,
     StepInfo,
-    StepRow,
     WorkflowInfo,
     WorkflowRow,
 )

@@ -7,7 +7,7 @@
 - ``Throttle``: after ``limit`` wrong tokens from one client address within ``window``
   seconds, every request from it is answered 429 until the oldest of them is
   ``window`` old. A burst (wrong tokens less than ``window`` apart) is logged once, on
-  its first failure, as ``dashboard-auth-failed`` with the client address and the basic
+  its first failure, as ``dashboard.auth_failed`` with the client address and the basic
   auth user name (never the token). A request with no credentials at all (a browser's
   first request, before it asks) is not a failure.
 """

@@ -7,7 +7,7 @@
    (``auth.Throttle``).
 3. **Authentication** (``auth.who``) when a token is configured: else 401; a wrong
    token counts toward the throttle and the first of a burst logs
-   ``dashboard-auth-failed``.
+   ``dashboard.auth_failed``.
 4. **Session and CSRF token** (``csrf``): the session cookie is set when missing; the
    page's token is bound to it and to who is asking.
 

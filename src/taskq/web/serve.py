@@ -1,6 +1,6 @@
 """``taskq dashboard``: check the settings and the store, bind, say so, then serve.
 
-The socket is bound before anything is logged: ``dashboard-listening`` means it is
+The socket is bound before anything is logged: ``dashboard.listening`` means it is
 listening, and a port that is taken (or an address that is not this machine's) is one
 ``taskq:`` line and exit 1, not a uvicorn traceback after a "listening" line.
 """

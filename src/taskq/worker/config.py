@@ -55,7 +55,7 @@ STALE_AFTER = 60.0
 #: "Connections"): the pool gets what the others leave, at least one
 HEARTBEAT_CONNECTIONS = 1  # its own: a busy pool never delays a beat
 CLAIM_CONNECTIONS = 1  # its own: the claim's planner settings, one claim at a time
-LISTEN_CONNECTIONS = 2  # new jobs, cancel requests (none in a relayed workgroup child)
+LISTEN_CONNECTIONS = 1  # new jobs and cancels, one connection (none in a relayed child)
 MIN_CONNECTIONS = HEARTBEAT_CONNECTIONS + CLAIM_CONNECTIONS + LISTEN_CONNECTIONS + 1
 DEFAULT_MAX_CONNECTIONS = 6
 
@@ -153,7 +153,7 @@ class WorkerConfig:
     max_connections: int = option(
         DEFAULT_MAX_CONNECTIONS,
         Integer(minimum=MIN_CONNECTIONS),
-        "the most Postgres connections this worker opens: heartbeat 1, claims 1, LISTEN 2 "
+        "the most Postgres connections this worker opens: heartbeat 1, claims 1, LISTEN 1 "
         "(none in a workgroup child whose supervisor relays it), the rest a pool shared by "
         "acks and upkeep (docs/worker.md, Connections)",
     )

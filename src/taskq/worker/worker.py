@@ -258,8 +258,8 @@ class Worker:
 
     def _pool_size(self) -> int:
         """The job store's pool under ``--max-connections`` (docs/worker.md, Connections):
-        what is left after the heartbeat's connection, the claim connection and the two
-        LISTEN connections (none in a workgroup child whose supervisor relays wake-ups)."""
+        what is left after the heartbeat's connection, the claim connection and the LISTEN
+        connection (none in a workgroup child whose supervisor relays wake-ups)."""
         listening = 0 if self._wake_fd is not None else LISTEN_CONNECTIONS
         return self.config.max_connections - HEARTBEAT_CONNECTIONS - CLAIM_CONNECTIONS - listening
 

@@ -17,12 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from ..jobs import ClaimedJob
+from ..jobs import ClaimedJob, StepRow
 from ..payload import DEFAULT_MAX_PAYLOAD_BYTES
 from ..registry import AnyActor
 from ..specs import JobBuilder
 from .graph import Step, Workflow
-from .model import StepRow
 from .plan import step_specs, workflow_row
 
 _builder = JobBuilder(DEFAULT_MAX_PAYLOAD_BYTES)

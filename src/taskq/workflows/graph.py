@@ -21,8 +21,9 @@ from typing import Any, Literal, ParamSpec, overload
 
 from ..arguments import check_arguments
 from ..exceptions import InvalidWorkflow
+from ..jobs import OnFailure
 from ..registry import Actor, AnyActor
-from .model import MAX_EDGES, MAX_STEP_NAME, MAX_STEPS, OnFailure
+from .model import MAX_EDGES, MAX_STEP_NAME, MAX_STEPS
 
 P = ParamSpec("P")
 OnFailureArg = Literal["cancel", "run"]

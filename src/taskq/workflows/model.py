@@ -1,7 +1,8 @@
 """The plain data of workflows, as the store writes and reads it. No I/O.
 
-``StepRow`` is one step to insert (a ``JobSpec`` and its place in the graph),
-``WorkflowRow`` the workflow with all its steps; ``WorkflowInfo`` and ``StepInfo`` are
+``StepRow`` (one step to insert: a ``JobSpec`` and its place in the graph) and
+``OnFailure`` live in ``taskq.jobs`` (an ``Outcome`` carries steps) and are re-exported
+here; ``WorkflowRow`` is the workflow with all its steps; ``WorkflowInfo`` and ``StepInfo`` are
 what ``client.workflow(id)`` and ``taskq workflows`` show.
 """
 
@@ -14,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from ..jobs import JobSpec, plain_fields
+from ..jobs import StepRow, plain_fields
 
 #: the most steps one workflow may hold, run-time additions included
 MAX_STEPS = 10_000
@@ -34,22 +35,6 @@ class WorkflowState(enum.StrEnum):
     SUCCEEDED = "succeeded"  # every step succeeded
     FAILED = "failed"  # every step ended, and one of them is dead
     CANCELLED = "cancelled"  # every step ended, and one was cancelled (none dead)
-
-
-class OnFailure(enum.StrEnum):
-    CANCEL = "cancel"  # an upstream step that fails cancels this one (upstream_failed)
-    RUN = "run"  # this step runs once every upstream step ended, whatever their end
-
-
-@dataclass(frozen=True, slots=True)
-class StepRow:
-    """One step to insert: its job and its place in the graph."""
-
-    spec: JobSpec
-    name: str
-    upstream: tuple[UUID, ...]  # the steps it runs after
-    downstream: tuple[UUID, ...]  # the steps that run after it
-    on_failure: str = OnFailure.CANCEL
 
 
 @dataclass(frozen=True, slots=True)

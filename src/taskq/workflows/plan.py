@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from ..ids import uuid7, uuid7_many
-from ..jobs import ActorConfig, JobSpec
+from ..jobs import ActorConfig, JobSpec, StepRow
 from ..plan import NO_OPTIONS
-from .model import StepRow, WorkflowRow
+from .model import WorkflowRow
 
 if TYPE_CHECKING:
     from ..registry import AnyActor

@@ -7,7 +7,7 @@
 | ``here.py`` | the synchronous ``Client``'s enqueue on its calling threads (``LocalEnqueue``) |
 | ``bulk.py`` | COPY of a large batch (plain, or staged for unique keys) |
 | ``claims.py`` | the claim connection and its pipelines (plain, checking limits, limited) |
-| ``listen.py`` | a LISTEN connection several tasks wait on (new jobs, cancel requests) |
+| ``listen.py`` | the one LISTEN connection (new jobs and cancels) several tasks wait on |
 | ``upkeep.py`` | leases, workgroup reports, autovacuum and VACUUM (the store inherits them) |
 | ``workflows.py`` | workflow inserts, reads, cancel, fan-out (the store inherits them) |
 | ``schema.py`` | the numbered migrations, applied in one transaction |

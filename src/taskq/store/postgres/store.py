@@ -3,7 +3,7 @@
 The package's parts: ``connections.py`` (the DSN, the pool, the producer's kept
 connection, error mapping), ``here.py`` (the synchronous ``Client``'s connections),
 ``claims.py`` (the claim connection and its pipelines),
-``listen.py`` (the LISTEN connections: new jobs on channel ``taskq_<schema>``, cancel
+``listen.py`` (the LISTEN connection: new jobs on channel ``taskq_<schema>`` and cancel
 requests), ``insight.py`` (the operator's views). This module is the store itself: one
 method per ``Store`` call, each one statement (or one pipeline) on one of those
 connections.
@@ -117,10 +117,8 @@ class PostgresStore(PostgresWorkflows, Upkeep):
             self._db, self.enqueue_sql, copy_threshold=COPY_THRESHOLD, copy_block=COPY_BLOCK
         )
         self._claimer = Claimer(self._db, CODEC)
-        self._listener = Listener(lambda: self._listen(self._db.q["listen"], self.channel))
-        self._cancel_listener = Listener(
-            lambda: self._listen(self._db.q["listen_cancels"], self.cancel_channel)
-        )
+        # one LISTEN connection for new jobs and cancel requests (listen.py)
+        self._listener = Listener(self._listen)
         self.insight = PostgresInsight(self._db, CODEC)
         self._identity: tuple[Any, ...] | None = None
 
@@ -129,7 +127,7 @@ class PostgresStore(PostgresWorkflows, Upkeep):
         return self._db.display_dsn
 
     def open_connections(self) -> int:
-        parts = (self._db, self._claimer, self._listener, self._cancel_listener, self._here)
+        parts = (self._db, self._claimer, self._listener, self._here)
         return sum(part.open_connections() for part in parts)
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -138,7 +136,6 @@ class PostgresStore(PostgresWorkflows, Upkeep):
 
     async def close(self) -> None:
         await self._listener.close()
-        await self._cancel_listener.close()
         await self._claimer.close()
         self._here.close()
         await self._db.close()
@@ -148,7 +145,6 @@ class PostgresStore(PostgresWorkflows, Upkeep):
         self._here.replace()
         self._identity = None
         await self._listener.close()
-        await self._cancel_listener.close()
         await self._claimer.close()
         if old_pool is not None:
             await old_pool.close()
@@ -310,20 +306,26 @@ class PostgresStore(PostgresWorkflows, Upkeep):
             await asyncio.sleep(timeout)
             return False
         try:
-            return await self._cancel_listener.wait(timeout, lambda _notify: True)
+            channel = self.cancel_channel
+            return await self._listener.wait(timeout, lambda notify: notify.channel == channel)
         except psycopg.Error as exc:
-            await self._cancel_listener.close()
+            await self._listener.close()
             raise self._db.translate(exc) from exc
 
-    async def _listen(self, statement: str, channel: str) -> psycopg.AsyncConnection:
-        """A new connection outside the pool, LISTENing on ``channel`` (TASKQ_DSN when it
-        is direct, TASKQ_PG_DSN_DIRECT past a pooler)."""
+    async def _listen(self) -> psycopg.AsyncConnection:
+        """A new connection outside the pool, LISTENing on both channels: new jobs and
+        cancel requests (TASKQ_DSN when it is direct, TASKQ_PG_DSN_DIRECT past a pooler)."""
         conninfo = self._db.listen_conninfo
         if conninfo is None:
             raise psycopg.OperationalError("no connection to LISTEN on: a pooler, no direct DSN")
         conn = await self._db.connect(conninfo)
         try:
-            await conn.execute(sql.SQL(statement).format(channel=sql.Identifier(channel)))
+            for name, channel in (
+                ("listen", self.channel),
+                ("listen_cancels", self.cancel_channel),
+            ):
+                statement = sql.SQL(self._db.q[name]).format(channel=sql.Identifier(channel))
+                await conn.execute(statement)
         except BaseException:
             await conn.close()
             raise
@@ -578,7 +580,12 @@ class PostgresStore(PostgresWorkflows, Upkeep):
             return False
         wanted = set(queues)
         try:
-            return await self._listener.wait(timeout, lambda notify: notify.payload in wanted)
+            channel = self.channel
+            return await self._listener.wait(
+                timeout,
+                lambda notify: notify.channel == channel and notify.payload in wanted,
+                first=True,  # the fetcher: woken in its own task (the enqueue-to-start path)
+            )
         except psycopg.Error as exc:
             log.event(STORE_LISTEN_FAILED, dsn=self.display_dsn, error=first_line(exc))
             await self._listener.close()

@@ -7,7 +7,7 @@ import os
 import time
 
 from taskq import Registry, RetryBackoff
-from tests.worker_actors import record
+from tests.support.worker_actors import record
 
 registry = Registry()
 

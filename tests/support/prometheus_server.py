@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from tests.pgbouncer import free_port
+from tests.support.pgbouncer import free_port
 
-RULES = Path(__file__).resolve().parents[1] / "deploy" / "prometheus" / "alerts.yml"
+RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "alerts.yml"
 START_TIMEOUT = 30.0
 INSTALL = "apt-get install -y prometheus"
 

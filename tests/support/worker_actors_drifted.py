@@ -1,4 +1,4 @@
-"""The actors of ``tests.worker_actors`` as later deploys changed them (drift tests):
+"""The actors of ``tests.support.worker_actors`` as later deploys changed them (drift tests):
 ``registry`` changes how ``remember`` runs (taken on, logged); ``moved`` also changes
 where its jobs go (refused unless forced)."""
 

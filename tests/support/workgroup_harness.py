@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def pid_alive(pid: int) -> bool:
@@ -41,7 +41,9 @@ def pid_alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def write_config(path: Path, body: str, *, actors: str = "tests.workgroup_actors:registry") -> Path:
+def write_config(
+    path: Path, body: str, *, actors: str = "tests.support.workgroup_actors:registry"
+) -> Path:
     path.write_text(f'actors = "{actors}"\n{body}')
     return path
 

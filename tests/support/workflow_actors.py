@@ -1,4 +1,4 @@
-"""Actors for the workflow tests (``tests.workflow_actors:registry``).
+"""Actors for the workflow tests (``tests.support.workflow_actors:registry``).
 
 Each run of a step appends one JSON line to the file named by ``TASKQ_WF_RECORD`` (an
 ``O_APPEND`` write: a SIGKILL right after it loses nothing) when it starts and when it

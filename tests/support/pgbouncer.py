@@ -3,7 +3,8 @@
 ``PgBouncer(dsn).start()`` runs Debian's ``/usr/sbin/pgbouncer`` (``.ci/run`` installs
 it) on a free port of 127.0.0.1, ``pool_mode = transaction``, forwarding every database
 to the server of ``dsn`` with the same user, and returns the DSN that goes through it;
-``stop()`` ends it. The root conftest starts one per test session when a test asks for
+``stop()`` ends it (``start()`` again: a restart), ``close()`` ends it and removes its
+directory. The root conftest starts one per test session when a test asks for
 ``pgbouncer_dsn`` and stops it at the end; without pgbouncer installed those tests skip
 with one line saying how to install it.
 
@@ -28,7 +29,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 #: the pids of the PgBouncers running now: children of the test process for the whole
-#: session, which process-leak checks must not count (tests/integration/procpool_support.py)
+#: session, which process-leak checks must not count (tests/support/procpool_support.py)
 RUNNING: set[int] = set()
 BINARY = "/usr/sbin/pgbouncer"
 INSTALL = "apt-get install -y pgbouncer"
@@ -135,6 +136,11 @@ class PgBouncer:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+
+    def close(self) -> None:
+        """Stop it and remove its directory (config, log)."""
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def restart(self) -> None:
         """Stop it and start it again on the same port (clients see an outage)."""

@@ -17,16 +17,17 @@ import pytest
 
 from taskq.store import Store
 from taskq.worker import Worker, WorkerConfig
-from tests.helpers import async_wait_until, wait_until
+from tests.support.helpers import async_wait_until, wait_until
 
-ROOT = Path(__file__).resolve().parents[1]
-ACTORS = "tests.worker_actors:registry"
+ROOT = Path(__file__).resolve().parents[2]
+ACTORS = "tests.support.worker_actors:registry"
 FAST = {"heartbeat_interval": 0.3, "lease": 2.0, "poll_interval": 0.1, "shutdown_grace": 5.0}
 
 
 @pytest.fixture
 def runs_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Where ``tests.worker_actors`` records runs of in-process workers (TASKQ_TEST_RUNS)."""
+    """Where ``tests.support.worker_actors`` records runs of in-process workers
+    (TASKQ_TEST_RUNS)."""
     path = tmp_path / "runs.log"
     monkeypatch.setenv("TASKQ_TEST_RUNS", str(path))
     return path

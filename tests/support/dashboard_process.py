@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tests.workgroup_harness import REPO, taskq_env
+from tests.support.workgroup_harness import REPO, taskq_env
 
 TOKEN = "browser-test-token-0123456789"
 

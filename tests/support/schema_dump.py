@@ -5,7 +5,7 @@ tests/integration/test_migrate.py checks that it still matches. After changing a
 migration, regenerate both snapshots and review the diff::
 
     make schema                       # or:
-    .venv/bin/python -m tests.schema_dump --pg-dsn postgresql://root@127.0.0.1:5432/test
+    .venv/bin/python -m tests.support.schema_dump --pg-dsn postgresql://root@127.0.0.1:5432/test
 
 Postgres is read from its catalog (tables with columns, defaults, constraints and
 storage options; indexes; functions; triggers; views), SQLite from ``sqlite_master``.
@@ -24,10 +24,10 @@ from pathlib import Path
 
 import psycopg
 
-from tests.helpers import migrate
+from tests.support.helpers import migrate
 
-SNAPSHOTS = Path(__file__).resolve().parent.parent / "src" / "taskq" / "store" / "schema"
-REGENERATE = "make schema  (or: .venv/bin/python -m tests.schema_dump --pg-dsn DSN)"
+SNAPSHOTS = Path(__file__).resolve().parents[2] / "src" / "taskq" / "store" / "schema"
+REGENERATE = "make schema  (or: .venv/bin/python -m tests.support.schema_dump --pg-dsn DSN)"
 HEADER = (
     "-- The {kind} schema that taskq's migrations build from zero: a generated snapshot\n"
     "-- to read, not to apply. Regenerate with `make schema` after changing a migration.\n"

@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from tests.helpers import wait_until
+from tests.support.helpers import wait_until
 
 BIN = Path(sys.executable).parent
 

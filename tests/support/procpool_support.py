@@ -14,10 +14,10 @@ import pytest
 from taskq import metrics
 from taskq.procpool import ProcessPool
 from taskq.restart import RestartPolicy
-from tests import pgbouncer
-from tests.helpers import async_wait_until
+from tests.support import pgbouncer
+from tests.support.helpers import async_wait_until
 
-REGISTRY_REF = "tests.integration.procpool_actors:registry"
+REGISTRY_REF = "tests.support.procpool_actors:registry"
 CONTROL_ENV = "TASKQ_PROCPOOL_TEST_DIR"
 
 
@@ -120,7 +120,7 @@ def _is_forkserver(pid: int) -> bool:
 def leftover_processes() -> dict[int, str]:
     """Descendants of this test process other than multiprocessing's own helpers
     (the forkserver and the resource tracker, shared by every pool in the process) and
-    the session's PgBouncer (tests/pgbouncer.py)."""
+    the session's PgBouncer (tests/support/pgbouncer.py)."""
     return {
         pid: state
         for pid, state in descendants(os.getpid()).items()

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from taskq import Registry
-from tests.worker_actors import record
+from tests.support.worker_actors import record
 
 registry = Registry()
 

@@ -1,6 +1,6 @@
 """The clients' workflow calls: enqueue a run of a workflow, read one, list, cancel.
 
-``AsyncClient`` and ``Client`` each have one-line methods that land here. A run is
+``AsyncClient`` and ``Client`` (client.py) each have one-line methods that land here. A run is
 checked and built with no I/O (``plan``) but for the recorded configurations of
 actors given by name, as a ``WorkflowPlan``; the client's ``Enqueuer`` writes it as it
 writes any plan, the middleware's enqueue hooks (and taskq's enqueue tracing: one span
@@ -12,17 +12,30 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
-from ..exceptions import ConfigError, WorkflowNotFound
-from ..plan import WorkflowPlan
-from .graph import Workflow
-from .model import WorkflowInfo, WorkflowState
-from .plan import plan
+from .exceptions import ConfigError, WorkflowNotFound
+from .plan import WorkflowPlan
+from .workflows.graph import Workflow
+from .workflows.model import WorkflowInfo, WorkflowState
+from .workflows.plan import plan
 
 if TYPE_CHECKING:
-    from ..client import AsyncClient
+    from .enqueuer import Enqueuer
+    from .store import Store
+
+
+class AsyncClient(Protocol):
+    """What these calls use of a ``taskq.AsyncClient`` (client.py, which calls them)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def enqueuer(self) -> Enqueuer: ...
+
+    async def open(self) -> None: ...
 
 
 def parse_workflow_id(workflow_id: UUID | str) -> UUID:

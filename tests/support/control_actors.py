@@ -14,7 +14,7 @@ from pathlib import Path
 
 import taskq
 from taskq import Registry, Snooze
-from tests.worker_actors import record
+from tests.support.worker_actors import record
 
 registry = Registry()
 
