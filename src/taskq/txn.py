@@ -92,10 +92,33 @@ def resolve(obj: Any) -> Target:
             return _from_driver(obj.connection.driver_connection, obj)
         raise _refuse(obj, " (use AsyncClient for SQLAlchemy's async objects)")
     if module.startswith("django."):
-        from .contrib.django.db import driver_connection
-
-        return _from_driver(driver_connection(obj), obj)
+        return _from_driver(django_driver(obj), obj)
     return _from_driver(obj, obj)
+
+
+def django_driver(wrapper: Any) -> Any:
+    """The driver's connection under a Django connection (connecting if needed)."""
+    if not hasattr(wrapper, "ensure_connection") or not hasattr(wrapper, "vendor"):
+        raise ConfigError(
+            f"expected a Django database connection, got {type(wrapper).__qualname__}"
+        )
+    if wrapper.vendor not in ("postgresql", "sqlite"):
+        raise ConfigError(
+            f"Django database {wrapper.alias!r} uses the {wrapper.vendor} backend; taskq "
+            "enqueues in Postgres (psycopg 3) and SQLite transactions"
+        )
+    wrapper.ensure_connection()
+    raw = wrapper.connection
+    # looked up, not imported, as in _from_driver: Django on psycopg 3 has loaded it
+    psycopg: Any = sys.modules.get("psycopg")
+    if wrapper.vendor == "postgresql" and (
+        psycopg is None or not isinstance(raw, psycopg.Connection)
+    ):
+        raise ConfigError(
+            f"Django database {wrapper.alias!r} runs on {type(raw).__module__.split('.')[0]}; "
+            "taskq needs psycopg 3 (pip install 'psycopg[binary]')"
+        )
+    return raw
 
 
 async def resolve_async(obj: Any) -> Target:

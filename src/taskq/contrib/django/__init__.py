@@ -25,7 +25,8 @@ The modules, one idea each:
   ``manage.py migrate``;
 * ``conf``: ``settings.TASKQ``: every key, its default, its meaning (the docs' table);
 * ``db``: Django's databases for taskq: ``connection()`` for ``connection=``, the DSN of
-  an alias, migrating it;
+  an alias, migrating it (``driver_connection`` is ``taskq.txn``'s, which unwraps every
+  connection ``connection=`` takes);
 * ``clients``: ``client()`` and ``DjangoClient``, whose enqueues join ``atomic()``;
   ``close()``;
 * ``actors``: ``taskq.contrib.django.actors:registry``, the registry workers serve
@@ -39,8 +40,9 @@ Importing this package does not import Django's models nor set Django up.
 
 from __future__ import annotations
 
+from ...txn import django_driver as driver_connection
 from .clients import AUTO, DjangoClient, client, close
-from .db import connection, driver_connection, dsn
+from .db import connection, dsn
 from .middleware import CloseOldConnections
 
 __all__ = [

@@ -24,8 +24,6 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
 
-import psycopg
-
 from ...exceptions import ConfigError
 
 #: keys of a Postgres database's OPTIONS that are Django's or psycopg's, not libpq's
@@ -47,27 +45,6 @@ def connection(using: str = "default") -> Any:
     from django.db import connections
 
     return connections[using]
-
-
-def driver_connection(wrapper: Any) -> Any:
-    """The driver's connection under a Django connection (connecting if needed)."""
-    if not hasattr(wrapper, "ensure_connection") or not hasattr(wrapper, "vendor"):
-        raise ConfigError(
-            f"expected a Django database connection, got {type(wrapper).__qualname__}"
-        )
-    if wrapper.vendor not in ("postgresql", "sqlite"):
-        raise ConfigError(
-            f"Django database {wrapper.alias!r} uses the {wrapper.vendor} backend; taskq "
-            "enqueues in Postgres (psycopg 3) and SQLite transactions"
-        )
-    wrapper.ensure_connection()
-    raw = wrapper.connection
-    if wrapper.vendor == "postgresql" and not isinstance(raw, psycopg.Connection):
-        raise ConfigError(
-            f"Django database {wrapper.alias!r} runs on {type(raw).__module__.split('.')[0]}; "
-            "taskq needs psycopg 3 (pip install 'psycopg[binary]')"
-        )
-    return raw
 
 
 def dsn(using: str = "default") -> str:
