@@ -69,13 +69,25 @@ class OnFailure(enum.StrEnum):
 class StepRow:
     """One workflow step to insert: its job and its place in the graph (the workflow's
     other plain data is in ``taskq.workflows.model``; this is here because an
-    ``Outcome`` carries the steps a run added)."""
+    ``Outcome`` carries the steps a run added, and ``WorkflowRow`` because an enqueue
+    plan, ``plan.WorkflowPlan``, carries the run)."""
 
     spec: JobSpec
     name: str
     upstream: tuple[UUID, ...]  # the steps it runs after
     downstream: tuple[UUID, ...]  # the steps that run after it
     on_failure: str = OnFailure.CANCEL
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowRow:
+    """A workflow to insert, every step with it. ``meta_json``: the meta every step's
+    job carries (what ``before_enqueue`` hooks add: a trace context, a request id)."""
+
+    id: UUID
+    name: str
+    steps: Sequence[StepRow]
+    meta_json: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

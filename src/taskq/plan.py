@@ -22,15 +22,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 from uuid import UUID
 
-from .jobs import JobColumns, JobId, JobSpec
+from .jobs import JobColumns, JobId, JobSpec, WorkflowRow
 from .payload import encode_meta
 from .unique import Unique
-
-if TYPE_CHECKING:
-    from .workflows.model import WorkflowRow
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from uuid import UUID
 
 from taskq.ids import uuid7
-from taskq.jobs import Outcome, OutcomeKind
+from taskq.jobs import Outcome, OutcomeKind, WorkflowRow
 from taskq.store import Store
-from taskq.workflows.model import WAITING_RUN_AT, WorkflowRow
+from taskq.workflows.model import WAITING_RUN_AT
 from taskq.workflows.plan import workflow_row
 from tests.conftest import WITH_POOLER, target_fixture
 from tests.support.storekit import another_store, spec

@@ -45,8 +45,9 @@ from ..jobs import (
     ScheduleInfo,
     StepRow,
     WorkerInfo,
+    WorkflowRow,
 )
-from ..workflows.model import WorkflowInfo, WorkflowRow
+from ..workflows.model import WorkflowInfo
 from .drift import Difference
 from .insight import Insight
 

@@ -18,14 +18,8 @@ from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
-from ..jobs import DeadReason, JobState, Outcome, OutcomeKind, StepRow
-from ..workflows.model import (
-    MAX_STEPS,
-    WAITING_RUN_AT,
-    StepInfo,
-    WorkflowInfo,
-    WorkflowRow,
-)
+from ..jobs import DeadReason, JobState, Outcome, OutcomeKind, StepRow, WorkflowRow
+from ..workflows.model import MAX_STEPS, WAITING_RUN_AT, StepInfo, WorkflowInfo
 from . import pgarray
 from .enqueue import Steps, uuid_text
 from .rows import Codec, Row

@@ -1,21 +1,21 @@
 """The plain data of workflows, as the store writes and reads it. No I/O.
 
-``StepRow`` (one step to insert: a ``JobSpec`` and its place in the graph) and
-``OnFailure`` live in ``taskq.jobs`` (an ``Outcome`` carries steps) and are re-exported
-here; ``WorkflowRow`` is the workflow with all its steps; ``WorkflowInfo`` and ``StepInfo`` are
-what ``client.workflow(id)`` and ``taskq workflows`` show.
+What is written lives in ``taskq.jobs``: ``StepRow`` (one step to insert: a ``JobSpec``
+and its place in the graph), ``WorkflowRow`` (the workflow with all its steps) and
+``OnFailure`` (an ``Outcome`` carries steps, an enqueue plan a run). Here: the limits,
+``WorkflowState``, and what ``client.workflow(id)`` and ``taskq workflows`` show,
+``WorkflowInfo`` and ``StepInfo``.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from ..jobs import StepRow, plain_fields
+from ..jobs import plain_fields
 
 #: the most steps one workflow may hold, run-time additions included
 MAX_STEPS = 10_000
@@ -35,17 +35,6 @@ class WorkflowState(enum.StrEnum):
     SUCCEEDED = "succeeded"  # every step succeeded
     FAILED = "failed"  # every step ended, and one of them is dead
     CANCELLED = "cancelled"  # every step ended, and one was cancelled (none dead)
-
-
-@dataclass(frozen=True, slots=True)
-class WorkflowRow:
-    """A workflow to insert, every step with it. ``meta_json``: the meta every step's
-    job carries (what ``before_enqueue`` hooks add: a trace context, a request id)."""
-
-    id: UUID
-    name: str
-    steps: Sequence[StepRow]
-    meta_json: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

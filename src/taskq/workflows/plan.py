@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from ..ids import uuid7, uuid7_many
-from ..jobs import ActorConfig, JobSpec, StepRow
+from ..jobs import ActorConfig, JobSpec, StepRow, WorkflowRow
 from ..plan import NO_OPTIONS
-from .model import WorkflowRow
 
 if TYPE_CHECKING:
     from ..registry import AnyActor

@@ -15,8 +15,8 @@ from uuid import UUID
 from psycopg import errors as pg_errors
 from psycopg.rows import DictRow, dict_row
 
-from ...jobs import Outcome, StepRow
-from ...workflows.model import MAX_STEPS, WorkflowInfo, WorkflowRow
+from ...jobs import Outcome, StepRow, WorkflowRow
+from ...workflows.model import MAX_STEPS, WorkflowInfo
 from .. import pgarray
 from ..enqueue import run_async
 from ..pgarray import complete_params

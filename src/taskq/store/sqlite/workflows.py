@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
-from ...jobs import Outcome, StepRow
-from ...workflows.model import MAX_STEPS, WorkflowInfo, WorkflowRow
+from ...jobs import Outcome, StepRow, WorkflowRow
+from ...workflows.model import MAX_STEPS, WorkflowInfo
 from ..enqueue import uuid_text
 from ..sqlfile import load_queries
 from ..workflows import (
