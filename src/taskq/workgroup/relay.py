@@ -35,6 +35,7 @@ from .. import metrics
 from ..backoff import Backoff
 from ..events import WAKE_RELAY_LISTEN_FAILED, WAKE_RELAY_LISTENING
 from ..exceptions import StoreError
+from ..lifecycle import Stoppable, StopSignal
 from ..logs import get_logger
 from ..store.postgres.notices import Notices
 from ..wakeups import News, encode
@@ -104,7 +105,7 @@ class ChildPipes:
                 pipe.owes_everything = False
 
 
-class WakeRelay:
+class WakeRelay(Stoppable):
     """The supervisor's part that LISTENs for the host and writes to every child."""
 
     name = "wake-relay"
@@ -116,7 +117,7 @@ class WakeRelay:
         self._pending = News()
         self._flush_scheduled = False
         self._backoff = Backoff(initial=retry_initial, maximum=retry_max)
-        self._stopped = asyncio.Event()
+        self._stopped = StopSignal()
         self._down_since: float | None = None
         self.listening = False
         self.connections = 0  # times the LISTEN connection was opened
@@ -139,13 +140,11 @@ class WakeRelay:
             "children": self.pipes.names(),
         }
 
-    # -- the part -----------------------------------------------------------------------
-    async def start(self) -> None:
-        pass  # the connection opens in run(); until then the children poll
-
+    # -- the part (its start has nothing to open: the connection opens in run(); until
+    # then the children poll) -------------------------------------------------------------
     async def run(self) -> None:
         try:
-            while not self._stopped.is_set():
+            while not self._stopped:
                 listening = asyncio.ensure_future(self._listen())
                 stopped = asyncio.ensure_future(self._stopped.wait())
                 try:
@@ -154,21 +153,16 @@ class WakeRelay:
                     for task in (listening, stopped):
                         task.cancel()
                     await asyncio.gather(listening, stopped, return_exceptions=True)
-                if self._stopped.is_set():
+                if self._stopped:
                     break
                 error = listening.exception() if not listening.cancelled() else None
                 if error is not None and not isinstance(error, StoreError | OSError):
                     raise error  # a bug, not an outage
                 self._went_down(error)
-                delay = self._backoff.failed()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopped.wait(), delay)
+                await self._stopped.sleep(self._backoff.failed())
         finally:
             self._set_listening(False)
             self.pipes.close()
-
-    def stop(self, *, hurry: bool = False) -> None:
-        self._stopped.set()
 
     # -- internals ----------------------------------------------------------------------
     async def _listen(self) -> None:
