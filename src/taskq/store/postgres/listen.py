@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 
 import psycopg
-from psycopg import Notify
+from psycopg import Notify, sql
 
 #: notifications kept for a waiter that was not waiting when they came
 KEPT = 256
@@ -40,6 +40,16 @@ KEPT = 256
 HANDOVER = 0.01
 
 Wanted = Callable[[Notify], bool]
+
+
+async def listen_on(
+    conn: psycopg.AsyncConnection, queries: Mapping[str, str], jobs: str, cancels: str
+) -> None:
+    """LISTEN on a schema's two channels: ``jobs`` (new jobs: a queue's name) and
+    ``cancels`` (cancel requests: a job id). The store's connection and a workgroup's
+    (``notices.py``) both."""
+    for name, channel in (("listen", jobs), ("listen_cancels", cancels)):
+        await conn.execute(sql.SQL(queries[name]).format(channel=sql.Identifier(channel)))
 
 
 class Listener:

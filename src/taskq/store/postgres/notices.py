@@ -14,13 +14,10 @@ from collections.abc import AsyncGenerator
 from typing import Literal, NamedTuple
 
 import psycopg
-from psycopg import sql
 
-from ..sqlfile import load_queries
 from .connections import Connections
+from .listen import listen_on
 from .store import channel_for
-
-Q = load_queries("postgres.sql")
 
 #: how the connection shows in pg_stat_activity
 APPLICATION_NAME = "taskq wake relay"
@@ -68,11 +65,7 @@ class Notices:
         except psycopg.Error as exc:
             raise self._db.translate(exc) from exc
         try:
-            for statement, channel in (
-                (Q["listen"], self.channel),
-                (Q["listen_cancels"], self.cancel_channel),
-            ):
-                await conn.execute(sql.SQL(statement).format(channel=sql.Identifier(channel)))
+            await listen_on(conn, self._db.q, self.channel, self.cancel_channel)
             yield Notice("listening", "")
             async for notify in conn.notifies():
                 if notify.channel == self.channel:

@@ -20,7 +20,6 @@ from typing import Any, cast
 from uuid import UUID
 
 import psycopg
-from psycopg import sql
 from psycopg.rows import dict_row
 
 from ...events import LISTEN_UNAVAILABLE, STORE_LISTEN_FAILED, STORE_MIGRATED
@@ -60,7 +59,7 @@ from .codec import CODEC, utc
 from .connections import Connections, first_line
 from .here import HereConnections
 from .insight import PostgresInsight
-from .listen import Listener
+from .listen import Listener, listen_on
 from .schema import apply_migrations, missing_migrations
 from .upkeep import Upkeep
 from .workflows import PostgresWorkflows
@@ -320,12 +319,7 @@ class PostgresStore(PostgresWorkflows, Upkeep):
             raise psycopg.OperationalError("no connection to LISTEN on: a pooler, no direct DSN")
         conn = await self._db.connect(conninfo)
         try:
-            for name, channel in (
-                ("listen", self.channel),
-                ("listen_cancels", self.cancel_channel),
-            ):
-                statement = sql.SQL(self._db.q[name]).format(channel=sql.Identifier(channel))
-                await conn.execute(statement)
+            await listen_on(conn, self._db.q, self.channel, self.cancel_channel)
         except BaseException:
             await conn.close()
             raise
