@@ -120,9 +120,11 @@ def check_queue_name(queue: str) -> str:
     return queue
 
 
-def _check_options(
+def check_actor_options(
     name: str, queue: str, max_attempts: int, timeout: float | None, max_crashes: int
 ) -> None:
+    """An actor's name and options, checked (``Registry.actor`` and the builder's
+    options for an actor given by name): one ``ConfigError`` naming what is wrong."""
     if not _NAME.match(name):
         raise ConfigError(f"invalid actor name {name!r}")
     if not _QUEUE.match(queue):
@@ -193,7 +195,7 @@ class Registry:
                     "@registry.actor, not below it"
                 )
             actor_name = name or func.__name__
-            _check_options(actor_name, queue, max_attempts, timeout, max_crashes)
+            check_actor_options(actor_name, queue, max_attempts, timeout, max_crashes)
             check_int(priority, f"actor {actor_name!r}: priority")
             if not isinstance(max_snoozes, int) or isinstance(max_snoozes, bool) or max_snoozes < 0:
                 raise ConfigError(f"actor {actor_name!r}: max_snoozes must be an integer >= 0")

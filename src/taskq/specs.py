@@ -28,7 +28,7 @@ from .registry import (
     DEFAULT_QUEUE,
     Actor,
     AnyActor,
-    _check_options,
+    check_actor_options,
 )
 from .unique import Unique
 from .validation import check_int, check_text
@@ -136,7 +136,7 @@ class JobBuilder:
                 f"actor must be a taskq Actor or an actor name, got {type(actor).__name__}"
             )
         chosen_queue = queue or cfg_queue
-        _check_options(name, chosen_queue, max_attempts, None, max_crashes)
+        check_actor_options(name, chosen_queue, max_attempts, None, max_crashes)
         if delay is not None and run_at is not None:
             raise ConfigError("give delay or run_at, not both")
         if delay is not None:
