@@ -106,7 +106,7 @@ def stage_row(s: JobSpec) -> tuple[Any, ...]:
         s.unique_key,
         s.unique_states,
         s.meta_json,
-        json.dumps(list(s.tags)) if s.tags else None,
+        tags_json(s.tags),
     )
 
 
@@ -115,7 +115,7 @@ def _pg_full(specs: Sequence[JobSpec]) -> dict[str, Any]:
     params["unique_keys"] = [s.unique_key for s in specs]
     params["unique_states"] = [s.unique_states for s in specs]
     params["metas"] = [s.meta_json for s in specs]
-    params["tags"] = [json.dumps(list(s.tags)) if s.tags else None for s in specs]
+    params["tags"] = [tags_json(s.tags) for s in specs]
     return params
 
 
@@ -363,7 +363,7 @@ def sqlite_enqueue(db: Any, specs: Sequence[JobSpec]) -> list[UUID]:
                     "unique_key": s.unique_key,
                     "unique_states": s.unique_states,
                     "meta": s.meta_json,
-                    "tags": json.dumps(list(s.tags)) if s.tags else None,
+                    "tags": tags_json(s.tags),
                 }
                 if full
                 else {}
