@@ -27,9 +27,11 @@ from tests.support.worker_harness import config_for, running_worker, wait_for_st
 
 async def kill_twice(store, target, tmp_path: Path, cgroup, *, oom: bool):
     root, counter = cgroup
-    runner = CpuRunner(config_for(target), needed=False)
-    runner._pool = make_pool(tmp_path, size=1, cgroup_root=root)  # the fake cgroup
-    await runner._pool.start()
+    runner = CpuRunner(config_for(target), needed=True)
+    # the fake cgroup
+    runner._new_pool = lambda: make_pool(tmp_path, size=1, cgroup_root=root, stop_grace=1.0)
+    await runner.start()  # the worker's cpu-pool part: start, run, stop
+    part = asyncio.create_task(runner.run())
     actor = procpool_actors.registry.get("stubborn")  # writes its pid once it runs the job
     pid_file = tmp_path / "pid"
     job = spec("stubborn", args=[str(pid_file)], idempotent=True, max_crashes=2)
@@ -56,7 +58,8 @@ async def kill_twice(store, target, tmp_path: Path, cgroup, *, oom: bool):
             assert outcome.blamed is oom
             assert await store.complete(worker, [outcome]) == 1
     finally:
-        await runner.close(1.0)
+        runner.stop()
+        await part
     return await store.get_job(job.id)
 
 

@@ -44,12 +44,13 @@ from tests.support.procpool_support import (
     make_pool,
     recycle_count,
     running_pid,
+    started,
     until,
 )
 
 
 async def pid_of_next_job(pool: ProcessPool) -> int:
-    return int(json.loads(await pool.run("whoami", "[]", "{}"))["pid"])
+    return int(json.loads(await pool.submit("whoami", "[]", "{}"))["pid"])
 
 
 # -- seed 002, section 1: the stdlib executor's blast radius ----------------------------
@@ -75,14 +76,14 @@ async def test_verify_a_crash_does_not_end_the_service_the_next_request_succeeds
     tmp_path: Path,
 ) -> None:
     pool = make_pool(tmp_path, size=1)
-    await pool.start()
+    running = await started(pool)
     try:
         with pytest.raises(ProcessDied):
-            await pool.run("fail_in_job", '["os_exit"]', "{}")
+            await pool.submit("fail_in_job", '["os_exit"]', "{}")
         for _ in range(3):
-            assert await pool.run("add", "[20, 22]", "{}") == "42"
+            assert await pool.submit("add", "[20, 22]", "{}") == "42"
     finally:
-        await pool.close()
+        await running.stop()
     assert_no_process_left()
 
 
@@ -93,15 +94,15 @@ async def test_verify_first_call_raises_next_call_succeeds_and_generation_is_two
     tmp_path: Path,
 ) -> None:
     pool = make_pool(tmp_path, size=1)
-    await pool.start()
+    running = await started(pool)
     try:
         assert pool.generation == 1
         with pytest.raises(ProcessDied):
-            await pool.run("fail_in_job", '["segfault"]', "{}")
-        assert await pool.run("add", "[1, 1]", "{}") == "2"
+            await pool.submit("fail_in_job", '["segfault"]', "{}")
+        assert await pool.submit("add", "[1, 1]", "{}") == "2"
         assert pool.generation == 2  # one replacement, not one per caller
     finally:
-        await pool.close()
+        await running.stop()
 
 
 async def test_verify_rebuilds_are_single_n_concurrent_failures_n_replacements(
@@ -109,12 +110,12 @@ async def test_verify_rebuilds_are_single_n_concurrent_failures_n_replacements(
 ) -> None:
     capture_taskq_logs(caplog)
     pool = make_pool(tmp_path, size=3)
-    await pool.start()
+    running = await started(pool)
     breaks_before = all_breaks()
     try:
         first_pids = set(pool.pids)
         outcomes = await asyncio.gather(
-            *(pool.run("fail_in_job", '["segfault"]', "{}", job_id=f"c{i}") for i in range(3)),
+            *(pool.submit("fail_in_job", '["segfault"]', "{}", job_id=f"c{i}") for i in range(3)),
             return_exceptions=True,
         )
         assert all(isinstance(o, ProcessDied) for o in outcomes), outcomes
@@ -129,7 +130,7 @@ async def test_verify_rebuilds_are_single_n_concurrent_failures_n_replacements(
         ready = events(caplog, "process-pool-process-ready")
         assert len(ready) == 6  # three first processes + exactly three replacements
     finally:
-        await pool.close()
+        await running.stop()
     assert_no_process_left()
 
 
@@ -140,20 +141,20 @@ async def test_verify_a_job_that_always_crashes_propagates_after_one_retry(tmp_p
     """The worker retries an idempotent crash once on a fresh process; the pool gives
     each attempt its own process and names each death; ordinary jobs still succeed."""
     pool = make_pool(tmp_path, size=1)
-    await pool.start()
+    running = await started(pool)
     try:
         deaths = []
         for attempt in (1, 2):
             with pytest.raises(ProcessDied) as died:
-                await pool.run(
+                await pool.submit(
                     "fail_in_job", '["segfault"]', "{}", job_id="poison", attempt=attempt
                 )
             deaths.append(died.value)
         assert deaths[0].pid != deaths[1].pid  # the retry ran on a fresh process
         assert all(d.exit_signal == "SIGSEGV" for d in deaths)
-        assert await pool.run("add", "[3, 4]", "{}") == "7"
+        assert await pool.submit("add", "[3, 4]", "{}") == "7"
     finally:
-        await pool.close()
+        await running.stop()
 
 
 # -- seed 002, section 4: causes are prevented ---------------------------------------
@@ -162,16 +163,16 @@ async def test_verify_a_job_that_always_crashes_propagates_after_one_retry(tmp_p
 async def test_verify_six_jobs_run_in_three_distinct_worker_processes(tmp_path: Path) -> None:
     before = recycle_count("max_tasks")
     pool = make_pool(tmp_path, size=1, max_tasks_per_child=2)
-    await pool.start()
+    running = await started(pool)
     try:
-        results = [json.loads(await pool.run("whoami", "[]", "{}")) for _ in range(6)]
+        results = [json.loads(await pool.submit("whoami", "[]", "{}")) for _ in range(6)]
         pids = [r["pid"] for r in results]
         assert len(set(pids)) == 3
         assert pids[0] == pids[1] and pids[2] == pids[3] and pids[4] == pids[5]
         assert all(r["warm_pid"] == r["pid"] for r in results)  # initializers replayed
         assert recycle_count("max_tasks") == before + 3
     finally:
-        await pool.close()
+        await running.stop()
     assert_no_process_left()
 
 
@@ -180,7 +181,7 @@ async def test_verify_the_oversized_payload_raises_payload_too_large_without_bre
 ) -> None:
     # max_tasks_per_child=1: had the payload been sent, the next job would meet a new pid
     pool = make_pool(tmp_path, size=1, max_tasks_per_child=1, max_payload_bytes=1000)
-    await pool.start()
+    running = await started(pool)
     try:
         await pid_of_next_job(pool)
         await until(
@@ -190,29 +191,29 @@ async def test_verify_the_oversized_payload_raises_payload_too_large_without_bre
         ready_pid = pool.pids[0]
         breaks_before = all_breaks()
         with pytest.raises(PayloadTooLarge, match="1000 bytes"):
-            await pool.run("echo_size", json.dumps(["x" * 1000]), "{}")
+            await pool.submit("echo_size", json.dumps(["x" * 1000]), "{}")
         with pytest.raises(PayloadTooLarge):  # bytes, not characters: 400 x 3-byte "€"
-            await pool.run("echo_size", json.dumps(["€" * 400], ensure_ascii=False), "{}")
+            await pool.submit("echo_size", json.dumps(["€" * 400], ensure_ascii=False), "{}")
         assert await pid_of_next_job(pool) == ready_pid  # nothing reached the process
-        assert await pool.run("echo_size", json.dumps(["x" * 900]), "{}") == "900"
+        assert await pool.submit("echo_size", json.dumps(["x" * 900]), "{}") == "900"
         assert all_breaks() == breaks_before
     finally:
-        await pool.close()
+        await running.stop()
 
 
 async def test_recycles_by_memory_between_jobs(tmp_path: Path) -> None:
     before = recycle_count("max_memory")
     pool = make_pool(tmp_path, size=1, max_memory_per_child_mib=150)
-    await pool.start()
+    running = await started(pool)
     try:
         small = await pid_of_next_job(pool)
         assert await pid_of_next_job(pool) == small  # under the limit: no recycling
-        grown = int(await pool.run("grow", "[200]", "{}"))  # the job itself completes
+        grown = int(await pool.submit("grow", "[200]", "{}"))  # the job itself completes
         assert grown == small
         assert recycle_count("max_memory") == before + 1
         assert await pid_of_next_job(pool) != grown
     finally:
-        await pool.close()
+        await running.stop()
 
 
 # -- seed 002, section 5: breaks are observable ----------------------------------------
@@ -224,14 +225,14 @@ async def test_verify_the_event_includes_job_name_payload_size_and_pool_generati
     capture_taskq_logs(caplog)
     (tmp_path / "init-rlimit-8192").touch()  # every process: RLIMIT_AS soft 8 GiB
     pool = make_pool(tmp_path, size=1)
-    await pool.start()
+    running = await started(pool)
     args = json.dumps(["segfault"])
     try:
-        await pool.run("add", "[1, 2]", "{}")
+        await pool.submit("add", "[1, 2]", "{}")
         with pytest.raises(ProcessDied) as died:
-            await pool.run("fail_in_job", args, "{}", job_id="job-1", attempt=2)
+            await pool.submit("fail_in_job", args, "{}", job_id="job-1", attempt=2)
     finally:
-        await pool.close()
+        await running.stop()
     [event] = events(caplog, "process_pool_broken")
     assert event["level"] == "ERROR"
     assert event["actor"] == "fail_in_job" and event["job"] == "job-1"
@@ -267,11 +268,11 @@ async def test_an_oom_kill_is_named_from_the_cgroup_counter(
     root, counter = cgroup
     before = all_breaks()
     pool = make_pool(tmp_path, size=1, cgroup_root=root)
-    await pool.start()
+    running = await started(pool)
     try:
         release = tmp_path / "never"
         job = asyncio.create_task(
-            pool.run("hold", json.dumps([str(release)]), "{}", job_id="victim")
+            pool.submit("hold", json.dumps([str(release)]), "{}", job_id="victim")
         )
         pid = await running_pid(pool, "victim")
         counter.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 8\n")
@@ -279,7 +280,7 @@ async def test_an_oom_kill_is_named_from_the_cgroup_counter(
         with pytest.raises(ProcessDied) as died:
             await job
     finally:
-        await pool.close()
+        await running.stop()
     assert "OOM kill" in died.value.cause and "oom_kill +1" in died.value.cause
     assert died.value.exit_signal == "SIGKILL"
     [event] = events(caplog, "process_pool_broken")
@@ -292,12 +293,12 @@ async def test_without_a_cgroup_counter_recent_oom_kills_come_from_dmesg_or_are_
 ) -> None:
     capture_taskq_logs(caplog)
     pool = make_pool(tmp_path, size=1, cgroup_root=tmp_path / "no-cgroup-here")
-    await pool.start()
+    running = await started(pool)
     try:
         with pytest.raises(ProcessDied):
-            await pool.run("fail_in_job", '["segfault"]', "{}")
+            await pool.submit("fail_in_job", '["segfault"]', "{}")
     finally:
-        await pool.close()
+        await running.stop()
     [event] = events(caplog, "process_pool_broken")
     dmesg_readable = causes.dmesg_oom_kills() >= 0
     assert (event["recent_oom_kills"] >= 0) == dmesg_readable
@@ -315,60 +316,60 @@ def test_this_machine_exposes_a_readable_oom_counter_or_none() -> None:
 
 async def test_an_undecodable_payload_is_its_own_error_never_a_crash(tmp_path: Path) -> None:
     pool = make_pool(tmp_path, size=1)
-    await pool.start()
+    running = await started(pool)
     breaks_before = all_breaks()
     try:
         pid = await pid_of_next_job(pool)
         with pytest.raises(PayloadUndecodable, match="cannot be decoded"):
-            await pool.run("add", "[1, 2", "{}")
+            await pool.submit("add", "[1, 2", "{}")
         with pytest.raises(PayloadUndecodable, match="JSON array"):
-            await pool.run("add", '{"a": 1}', "{}")
+            await pool.submit("add", '{"a": 1}', "{}")
         assert await pid_of_next_job(pool) == pid  # the same process serves on
         assert all_breaks() == breaks_before
     finally:
-        await pool.close()
+        await running.stop()
 
 
 async def test_a_result_that_is_not_json_is_dropped_not_a_failure_nor_a_crash(
     tmp_path: Path,
 ) -> None:
     pool = make_pool(tmp_path, size=1)
-    await pool.start()
+    running = await started(pool)
     breaks_before = all_breaks()
     try:
         pid = await pid_of_next_job(pool)
         with pytest.raises(ResultDropped, match="not JSON-serialisable") as dropped:
-            await pool.run("not_json", "[]", "{}")
+            await pool.submit("not_json", "[]", "{}")
         assert "TypeError" in dropped.value.reason
         assert await pid_of_next_job(pool) == pid  # the process lives on
         assert all_breaks() == breaks_before
     finally:
-        await pool.close()
+        await running.stop()
 
 
 async def test_a_result_over_the_limit_is_dropped_not_a_failure_nor_a_crash(
     tmp_path: Path,
 ) -> None:
     pool = make_pool(tmp_path, size=1, max_result_bytes=10_000)
-    await pool.start()
+    running = await started(pool)
     try:
         pid = await pid_of_next_job(pool)
         with pytest.raises(ResultDropped, match="20002 bytes, over the limit of 10000"):
-            await pool.run("huge_result", "[20000]", "{}")
-        assert await pool.run("huge_result", "[100]", "{}") == json.dumps("x" * 100)
+            await pool.submit("huge_result", "[20000]", "{}")
+        assert await pool.submit("huge_result", "[100]", "{}") == json.dumps("x" * 100)
         assert await pid_of_next_job(pool) == pid
     finally:
-        await pool.close()
+        await running.stop()
 
 
 async def test_job_failed_carries_the_remote_type_message_and_traceback(tmp_path: Path) -> None:
     pool = make_pool(tmp_path, size=1)
-    await pool.start()
+    running = await started(pool)
     try:
         with pytest.raises(JobFailed) as failed:
-            await pool.run("fail_in_job", '["exception"]', "{}")
+            await pool.submit("fail_in_job", '["exception"]', "{}")
     finally:
-        await pool.close()
+        await running.stop()
     assert failed.value.error_type == "ValueError"
     assert failed.value.error_message == "boom in the job"
     assert "Traceback (most recent call last)" in failed.value.remote_traceback
@@ -384,7 +385,7 @@ async def test_an_idle_process_killed_from_outside_is_replaced_and_nobody_is_cha
 ) -> None:
     capture_taskq_logs(caplog)
     pool = make_pool(tmp_path, size=2)
-    await pool.start()
+    running = await started(pool)
     breaks_before = all_breaks()
     try:
         victim = pool.pids[0]
@@ -393,12 +394,12 @@ async def test_an_idle_process_killed_from_outside_is_replaced_and_nobody_is_cha
             lambda: victim not in pool.pids and pool.processes_ready == 2,
             what="the idle process to be replaced",
         )
-        results = await asyncio.gather(*(pool.run("add", "[1, 1]", "{}") for _ in range(4)))
+        results = await asyncio.gather(*(pool.submit("add", "[1, 1]", "{}") for _ in range(4)))
         assert results == ["2"] * 4
         assert all_breaks() == breaks_before
         assert events(caplog, "process-pool-process-lost")
     finally:
-        await pool.close()
+        await running.stop()
     assert_no_process_left([victim])
 
 
@@ -406,11 +407,11 @@ async def test_a_cancelled_job_takes_its_process_down_and_the_pool_replaces_it(
     tmp_path: Path,
 ) -> None:
     pool = make_pool(tmp_path, size=1)
-    await pool.start()
+    running = await started(pool)
     breaks_before = all_breaks()
     try:
         job = asyncio.create_task(
-            pool.run("hold", json.dumps([str(tmp_path / "never")]), "{}", job_id="slow")
+            pool.submit("hold", json.dumps([str(tmp_path / "never")]), "{}", job_id="slow")
         )
         pid = await running_pid(pool, "slow")
         job.cancel()
@@ -420,7 +421,7 @@ async def test_a_cancelled_job_takes_its_process_down_and_the_pool_replaces_it(
         assert await pid_of_next_job(pool) != pid
         assert all_breaks() == breaks_before
     finally:
-        await pool.close()
+        await running.stop()
 
 
 async def test_cancel_kills_that_jobs_process_only_and_is_no_break(
@@ -432,17 +433,17 @@ async def test_cancel_kills_that_jobs_process_only_and_is_no_break(
     threshold of 0, one break would open the breaker); the slot restarts with no backoff."""
     capture_taskq_logs(caplog)
     pool = make_pool(tmp_path, size=2, breaker_threshold=0, kill_grace=0.3)
-    await pool.start()
+    running = await started(pool)
     breaks_before = all_breaks()
     try:
         release = tmp_path / "release"
         bystander = asyncio.create_task(
-            pool.run("hold", json.dumps([str(release)]), "{}", job_id="bystander")
+            pool.submit("hold", json.dumps([str(release)]), "{}", job_id="bystander")
         )
         bystander_pid = await running_pid(pool, "bystander")
         pid_file = tmp_path / "stubborn.pid"
         victim = asyncio.create_task(
-            pool.run("stubborn", json.dumps([str(pid_file)]), "{}", job_id="victim")
+            pool.submit("stubborn", json.dumps([str(pid_file)]), "{}", job_id="victim")
         )
         await until(pid_file.exists, what="the victim to ignore SIGTERM")
         victim_pid = pool.running_jobs["victim"]
@@ -474,28 +475,30 @@ async def test_cancel_kills_that_jobs_process_only_and_is_no_break(
             what="the cancelled job's slot to be replaced",
         )
         assert victim_pid not in pool.pids
-        assert await pool.run("add", "[2, 3]", "{}") == "5"
+        assert await pool.submit("add", "[2, 3]", "{}") == "5"
     finally:
-        await pool.close()
+        await running.stop()
     assert_no_process_left([victim_pid])
 
 
-async def test_close_is_idempotent_stops_running_jobs_and_leaves_no_process(tmp_path: Path) -> None:
-    pool = make_pool(tmp_path, size=2)
+async def test_stop_is_idempotent_stops_running_jobs_and_leaves_no_process(tmp_path: Path) -> None:
+    pool = make_pool(tmp_path, size=2, stop_grace=1.0)
     await pool.start()
+    running = asyncio.create_task(pool.run())
     breaks_before = all_breaks()
     alive_before = gauge("taskq_process_pool_processes_alive")
     pids = list(pool.pids)
     job = asyncio.create_task(
-        pool.run("hold", json.dumps([str(tmp_path / "never")]), "{}", job_id="busy")
+        pool.submit("hold", json.dumps([str(tmp_path / "never")]), "{}", job_id="busy")
     )
     await running_pid(pool, "busy")
-    await pool.close(grace=1.0)
-    await pool.close()
+    pool.stop()
+    pool.stop()  # idempotent, never blocks
+    await running  # run returns once every process is reaped
     with pytest.raises(PoolClosed):
-        await job  # closed under it: given back, not a crash
+        await job  # stopped under it: given back, not a crash
     with pytest.raises(PoolClosed):
-        await pool.run("add", "[1, 2]", "{}")
+        await pool.submit("add", "[1, 2]", "{}")
     assert all_breaks() == breaks_before
     assert gauge("taskq_process_pool_processes_alive") == alive_before - 2
     assert_no_process_left(pids)
@@ -505,29 +508,39 @@ async def test_a_timed_out_job_that_ignores_sigterm_is_killed_after_the_grace(
     tmp_path: Path,
 ) -> None:
     pool = make_pool(tmp_path, size=1, kill_grace=0.3)
-    await pool.start()
+    running = await started(pool)
     try:
         pid_file = tmp_path / "stubborn.pid"
         job = asyncio.create_task(
-            pool.run("stubborn", json.dumps([str(pid_file)]), "{}", timeout=2.0)
+            pool.submit("stubborn", json.dumps([str(pid_file)]), "{}", timeout=2.0)
         )
         await until(pid_file.exists, what="the job to ignore SIGTERM")
         with pytest.raises(JobTimedOut):
             await job
         assert gone(int(pid_file.read_text()))  # reaped before JobTimedOut was raised
-        assert await pool.run("add", "[1, 2]", "{}") == "3"
+        assert await pool.submit("add", "[1, 2]", "{}") == "3"
     finally:
-        await pool.close()
+        await running.stop()
     assert_no_process_left()
 
 
-async def test_close_kills_a_job_that_ignores_sigterm_after_the_grace(tmp_path: Path) -> None:
-    pool = make_pool(tmp_path, size=1)
+@pytest.mark.parametrize(
+    ("stop_grace", "hurry"), [(0.3, False), (3600.0, True)], ids=["after-the-grace", "hurried"]
+)
+async def test_stop_kills_a_job_that_ignores_sigterm(
+    tmp_path: Path, stop_grace: float, hurry: bool
+) -> None:
+    """``stop``: SIGTERM, SIGKILL after ``stop_grace``; ``stop(hurry=True)``: no grace (the
+    hour of ``stop_grace`` is not waited for)."""
+    pool = make_pool(tmp_path, size=1, stop_grace=stop_grace)
     await pool.start()
+    running = asyncio.create_task(pool.run())
     pid_file = tmp_path / "stubborn.pid"
-    job = asyncio.create_task(pool.run("stubborn", json.dumps([str(pid_file)]), "{}"))
+    job = asyncio.create_task(pool.submit("stubborn", json.dumps([str(pid_file)]), "{}"))
     await until(pid_file.exists, what="the stubborn job to start")
-    await pool.close(grace=0.3)
+    pool.stop(hurry=hurry)
+    await until(running.done, what="the pool to reap its process")
+    await running  # returned, raised nothing
     with pytest.raises(PoolClosed):
         await job
     assert gone(int(pid_file.read_text()))
@@ -537,15 +550,15 @@ async def test_close_kills_a_job_that_ignores_sigterm_after_the_grace(tmp_path: 
 async def test_processes_alive_gauge_tracks_live_processes(tmp_path: Path) -> None:
     before = gauge("taskq_process_pool_processes_alive")
     pool = make_pool(tmp_path, size=2)
-    await pool.start()
+    running = await started(pool)
     try:
         assert gauge("taskq_process_pool_processes_alive") == before + 2
         with pytest.raises(ProcessDied):
-            await pool.run("fail_in_job", '["os_exit"]', "{}")
+            await pool.submit("fail_in_job", '["os_exit"]', "{}")
         await until(lambda: pool.processes_ready == 2, what="the replacement")
         assert gauge("taskq_process_pool_processes_alive") == before + 2
     finally:
-        await pool.close()
+        await running.stop()
     assert gauge("taskq_process_pool_processes_alive") == before
 
 
@@ -561,7 +574,7 @@ def test_pool_processes_exit_when_their_worker_is_killed(tmp_path: Path) -> None
             pool = ProcessPool({REGISTRY_REF!r}, size=2,
                                env={{{CONTROL_ENV!r}: {str(tmp_path)!r}}})
             await pool.start()
-            busy = asyncio.ensure_future(pool.run("hold", json.dumps([{str(tmp_path / "x")!r}]),
+            busy = asyncio.ensure_future(pool.submit("hold", json.dumps([{str(tmp_path / "x")!r}]),
                                                   "{{}}", job_id="busy"))
             while "busy" not in pool.running_jobs:
                 await asyncio.sleep(0.01)
@@ -603,18 +616,17 @@ async def test_fork_is_refused_and_a_bad_registry_is_named_at_start(tmp_path: Pa
     pool = ProcessPool("tests.integration.no_such_module:registry", size=1)
     with pytest.raises(ActorNotFound, match="no_such_module"):
         await pool.start()
-    await pool.close()
-    assert_no_process_left()
+    assert_no_process_left()  # a refused start leaves nothing to stop
 
 
 async def test_spawn_works_too(tmp_path: Path) -> None:
     pool = make_pool(tmp_path, size=1, start_method="spawn")
-    await pool.start()
+    running = await started(pool)
     try:
         with pytest.raises(ProcessDied) as died:
-            await pool.run("fail_in_job", '["sys_exit"]', "{}")
+            await pool.submit("fail_in_job", '["sys_exit"]', "{}")
         assert died.value.exit_code == 4
-        assert await pool.run("add", "[1, 2]", "{}") == "3"
+        assert await pool.submit("add", "[1, 2]", "{}") == "3"
     finally:
-        await pool.close()
+        await running.stop()
     assert_no_process_left()

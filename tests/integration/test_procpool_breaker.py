@@ -23,6 +23,7 @@ from tests.support.procpool_support import (
     gauge,
     make_pool,
     running_pid,
+    started,
     until,
 )
 
@@ -55,7 +56,7 @@ def breaker_pool(tmp_path: Path, clock: FakeClock, **options: object) -> Process
 
 async def crash(pool: ProcessPool) -> ProcessDied:
     with pytest.raises(ProcessDied) as died:
-        await pool.run("fail_in_job", '["segfault"]', "{}")
+        await pool.submit("fail_in_job", '["segfault"]', "{}")
     return died.value
 
 
@@ -120,7 +121,7 @@ async def test_breaker_opens_then_half_opens_then_closes_on_a_good_probe(
     clock = FakeClock()
     gauge_before = gauge("taskq_process_pool_breaker_open")
     pool = breaker_pool(tmp_path, clock)
-    await pool.start()
+    running = await started(pool)
     try:
         for _ in range(THRESHOLD):
             await crash(pool)
@@ -133,27 +134,27 @@ async def test_breaker_opens_then_half_opens_then_closes_on_a_good_probe(
         assert sorted(pool.paused_actors) == sorted(CPU_ACTORS)
         generation = pool.generation
         with pytest.raises(BreakerOpen):
-            await pool.run("add", "[1, 2]", "{}")
+            await pool.submit("add", "[1, 2]", "{}")
         assert pool.generation == generation  # nothing was started to refuse it
 
         clock.advance(COOLDOWN)
         assert pool.breaker_state is BreakerState.HALF_OPEN and not pool.breaker_open
         release = tmp_path / "release"
         probe = asyncio.create_task(
-            pool.run("hold", json.dumps([str(release)]), "{}", job_id="probe")
+            pool.submit("hold", json.dumps([str(release)]), "{}", job_id="probe")
         )
         await running_pid(pool, "probe")
         assert pool.breaker_open  # the probe is out: everything else still waits
         with pytest.raises(BreakerOpen):
-            await pool.run("add", "[1, 2]", "{}")
+            await pool.submit("add", "[1, 2]", "{}")
         release.touch()
         await probe
         assert pool.breaker_state is BreakerState.CLOSED and not pool.breaker_open
         assert pool.paused_actors == []
         assert gauge("taskq_process_pool_breaker_open") == gauge_before
-        assert await pool.run("add", "[1, 2]", "{}") == "3"
+        assert await pool.submit("add", "[1, 2]", "{}") == "3"
     finally:
-        await pool.close()
+        await running.stop()
     assert_no_process_left()
 
 
@@ -163,7 +164,7 @@ async def test_a_failed_probe_reopens_the_breaker(
     capture_taskq_logs(caplog)
     clock = FakeClock()
     pool = breaker_pool(tmp_path, clock)
-    await pool.start()
+    running = await started(pool)
     try:
         for _ in range(THRESHOLD + 1):
             await crash(pool)
@@ -174,12 +175,12 @@ async def test_a_failed_probe_reopens_the_breaker(
         assert len(events(caplog, "process-pool-breaker-open")) == 2
         clock.advance(COOLDOWN - 1)
         with pytest.raises(BreakerOpen):  # a fresh cooldown
-            await pool.run("add", "[1, 2]", "{}")
+            await pool.submit("add", "[1, 2]", "{}")
         clock.advance(1)
-        assert await pool.run("add", "[1, 2]", "{}") == "3"  # the next probe succeeds
+        assert await pool.submit("add", "[1, 2]", "{}") == "3"  # the next probe succeeds
         assert pool.breaker_state is BreakerState.CLOSED
     finally:
-        await pool.close()
+        await running.stop()
 
 
 async def test_a_failing_initializer_trips_the_breaker_instead_of_spinning(
@@ -189,9 +190,9 @@ async def test_a_failing_initializer_trips_the_breaker_instead_of_spinning(
     (tmp_path / "init-always-raise").touch()
     clock = FakeClock()
     pool = breaker_pool(tmp_path, clock)
-    await pool.start()  # returns: it does not wait for a process that cannot start
+    running = await started(pool)  # returns: it does not wait for a process that cannot start
     try:
-        waiting = asyncio.create_task(pool.run("add", "[1, 2]", "{}"))
+        waiting = asyncio.create_task(pool.submit("add", "[1, 2]", "{}"))
         with pytest.raises(BreakerOpen):  # a job waiting for a process is given back
             await waiting
         assert pool.breaker_open and sorted(pool.paused_actors) == sorted(CPU_ACTORS)
@@ -218,10 +219,10 @@ async def test_a_failing_initializer_trips_the_breaker_instead_of_spinning(
         # the cause is fixed; the next half-open start succeeds and a probe closes it
         (tmp_path / "init-always-raise").unlink()
         clock.advance(COOLDOWN)
-        assert await pool.run("add", "[1, 2]", "{}") == "3"
+        assert await pool.submit("add", "[1, 2]", "{}") == "3"
         assert pool.breaker_state is BreakerState.CLOSED
     finally:
-        await pool.close()
+        await running.stop()
     assert_no_process_left()
 
 
@@ -231,14 +232,14 @@ async def test_a_cancelled_probe_leaves_the_breaker_half_open_for_the_next_probe
     """A cancel is no verdict on the pool: the probe is abandoned, not failed."""
     clock = FakeClock()
     pool = breaker_pool(tmp_path, clock)
-    await pool.start()
+    running = await started(pool)
     try:
         for _ in range(THRESHOLD + 1):
             await crash(pool)
         assert pool.breaker_state is BreakerState.OPEN
         clock.advance(COOLDOWN)
         probe = asyncio.create_task(
-            pool.run("hold", json.dumps([str(tmp_path / "never")]), "{}", job_id="probe")
+            pool.submit("hold", json.dumps([str(tmp_path / "never")]), "{}", job_id="probe")
         )
         await running_pid(pool, "probe")
         assert pool.breaker_open  # the probe is out
@@ -246,8 +247,8 @@ async def test_a_cancelled_probe_leaves_the_breaker_half_open_for_the_next_probe
         with pytest.raises(JobCancelled):
             await probe
         assert pool.breaker_state is BreakerState.HALF_OPEN and not pool.breaker_open
-        assert await pool.run("add", "[1, 2]", "{}") == "3"  # the next probe closes it
+        assert await pool.submit("add", "[1, 2]", "{}") == "3"  # the next probe closes it
         assert pool.breaker_state is BreakerState.CLOSED
     finally:
-        await pool.close()
+        await running.stop()
     assert_no_process_left()

@@ -28,6 +28,7 @@ from tests.support.procpool_support import (
     events,
     make_pool,
     running_pid,
+    started,
     until,
 )
 
@@ -61,18 +62,18 @@ async def test_matrix_failure_in_job_or_result(
     capture_taskq_logs(caplog)
     actor = "fail_in_job" if stage == "job" else "fail_in_return"
     pool = make_pool(tmp_path)
-    await pool.start()
+    running = await started(pool)
     pids = list(pool.pids)
     breaks_before = all_breaks()
     causes_before = {cause: break_count(cause) for _s, _c, cause in CRASHES.values()}
     try:
         release = tmp_path / "release"
         bystander = asyncio.create_task(
-            pool.run("hold", json.dumps([str(release)]), "{}", job_id="bystander", attempt=1)
+            pool.submit("hold", json.dumps([str(release)]), "{}", job_id="bystander", attempt=1)
         )
         bystander_pid = await running_pid(pool, "bystander")
         culprit = asyncio.create_task(
-            pool.run(
+            pool.submit(
                 actor,
                 json.dumps([failure]),
                 "{}",
@@ -126,10 +127,10 @@ async def test_matrix_failure_in_job_or_result(
 
         # the pool still serves, with a full complement of processes
         await until(lambda: pool.processes_ready == 2, what="the replacement")
-        assert await pool.run("add", "[2, 3]", "{}") == "5"
+        assert await pool.submit("add", "[2, 3]", "{}") == "5"
         pids.extend(pool.pids)
     finally:
-        await pool.close()
+        await running.stop()
     assert pool.processes_alive == 0
     assert_no_process_left(pids)
 
@@ -158,7 +159,7 @@ async def test_matrix_failure_in_the_initializer(
 
         # jobs submitted while the slot is being replaced all succeed
         results = await asyncio.gather(
-            *(pool.run("whoami", "[]", "{}", job_id=f"j{i}") for i in range(4))
+            *(pool.submit("whoami", "[]", "{}", job_id=f"j{i}") for i in range(4))
         )
         served_by = {json.loads(r)["pid"] for r in results}
         for result in results:  # and every process that served ran the actor initializer
@@ -180,8 +181,9 @@ async def test_matrix_failure_in_the_initializer(
         inits = (tmp_path / "inits.log").read_text().split("\n")
         for pid in set(pool.pids) | served_by:
             assert f"registry {pid}" in inits and f"actor {pid}" in inits
-        assert await pool.run("add", "[2, 3]", "{}") == "5"
+        assert await pool.submit("add", "[2, 3]", "{}") == "5"
         pids.extend(pool.pids)
     finally:
-        await pool.close()
+        pool.stop()  # started or still starting
+        await pool.run()
     assert_no_process_left(pids)

@@ -25,6 +25,7 @@ from tests.support.procpool_support import (
     events,
     make_pool,
     running_pid,
+    started,
     until,
 )
 
@@ -39,9 +40,9 @@ async def _queued_behind_a_held_job(
 ) -> tuple[asyncio.Task[str], asyncio.Task[str], int, Path]:
     """A held job running on the pool's one process, and ``job_id`` queued behind it."""
     release = tmp_path / "release"
-    held = asyncio.create_task(pool.run("hold", json.dumps([str(release)]), "{}", job_id="held"))
+    held = asyncio.create_task(pool.submit("hold", json.dumps([str(release)]), "{}", job_id="held"))
     pid = await running_pid(pool, "held")
-    queued = asyncio.create_task(pool.run(actor, args, "{}", job_id=job_id, **options))
+    queued = asyncio.create_task(pool.submit(actor, args, "{}", job_id=job_id, **options))
     await until(lambda: pool.queued_jobs.get(job_id) == pid, what=f"{job_id} to be queued")
     assert job_id not in pool.running_jobs  # waiting in the pipe is not running
     return held, queued, pid, release
@@ -51,16 +52,16 @@ async def test_a_queued_job_runs_on_the_same_process_right_after_the_one_before(
     tmp_path: Path,
 ) -> None:
     pool = make_pool(tmp_path, size=1)
-    await pool.start()
+    running = await started(pool)
     try:
         held, queued, pid, release = await _queued_behind_a_held_job(pool, tmp_path, "next")
         release.touch()
         assert int(await held) == pid
         assert json.loads(await queued)["pid"] == pid
         assert pool.queued_jobs == {} and pool.running_jobs == {}
-        assert await pool.run("add", "[1, 2]", "{}") == "3"  # offered again afterwards
+        assert await pool.submit("add", "[1, 2]", "{}") == "3"  # offered again afterwards
     finally:
-        await pool.close()
+        await running.stop()
     assert_no_process_left()
 
 
@@ -70,7 +71,7 @@ async def test_a_queued_job_is_not_charged_when_the_process_before_it_dies(
     """The running job's process is killed: that job dies (named), the queued one was never
     taken: it runs on the replacement process and succeeds; one break, not two."""
     pool = make_pool(tmp_path, size=1)
-    await pool.start()
+    running = await started(pool)
     breaks_before = all_breaks()
     try:
         held, queued, pid, _release = await _queued_behind_a_held_job(pool, tmp_path, "next")
@@ -81,7 +82,7 @@ async def test_a_queued_job_is_not_charged_when_the_process_before_it_dies(
         assert replacement != pid
         assert all_breaks() == breaks_before + 1
     finally:
-        await pool.close()
+        await running.stop()
     assert_no_process_left([pid])
 
 
@@ -93,7 +94,7 @@ async def test_cancelling_a_queued_job_leaves_the_job_before_it_unharmed(
     no break."""
     capture_taskq_logs(caplog)
     pool = make_pool(tmp_path, size=1)
-    await pool.start()
+    running = await started(pool)
     breaks_before = all_breaks()
     try:
         held, queued, pid, release = await _queued_behind_a_held_job(pool, tmp_path, "victim")
@@ -108,9 +109,9 @@ async def test_cancelling_a_queued_job_leaves_the_job_before_it_unharmed(
         with pytest.raises(JobCancelled):
             await queued
         assert all_breaks() == breaks_before
-        assert await pool.run("add", "[2, 2]", "{}") == "4"
+        assert await pool.submit("add", "[2, 2]", "{}") == "4"
     finally:
-        await pool.close()
+        await running.stop()
     assert_no_process_left([pid])
 
 
@@ -118,7 +119,7 @@ async def test_a_queued_jobs_timeout_counts_from_its_own_start(tmp_path: Path) -
     """Queued behind a job held for longer than its own timeout, the job still succeeds:
     its timeout starts when its process starts it, not when it was sent."""
     pool = make_pool(tmp_path, size=1)
-    await pool.start()
+    running = await started(pool)
     try:
         held, queued, pid, release = await _queued_behind_a_held_job(
             pool, tmp_path, "quick", actor="add", args="[20, 22]", timeout=0.5
@@ -129,5 +130,5 @@ async def test_a_queued_jobs_timeout_counts_from_its_own_start(tmp_path: Path) -
         assert int(await held) == pid
         assert await queued == "42"
     finally:
-        await pool.close()
+        await running.stop()
     assert_no_process_left()

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from taskq import metrics
+from taskq.lifecycle import Parts
 from taskq.procpool import ProcessPool
 from taskq.restart import RestartPolicy
 from tests.support import pgbouncer
@@ -37,6 +38,15 @@ def make_pool(control: Path, **options: Any) -> ProcessPool:
     }
     settings.update(options)
     return ProcessPool(REGISTRY_REF, **settings)
+
+
+async def started(pool: ProcessPool) -> Parts:
+    """``pool`` started and running as a part, the way a worker runs its parts
+    (``lifecycle.Parts``): ``await running.stop()`` stops it and returns once every
+    process is reaped."""
+    running = Parts([pool])
+    await running.start()
+    return running
 
 
 def break_count(cause: str) -> float:

@@ -9,28 +9,34 @@ The interface the worker uses::
                        max_payload_bytes=..., start_method="forkserver",
                        breaker_threshold=5, breaker_window=60.0, breaker_cooldown=30.0)
                               # the defaults: PoolConfig's (config.py, limits.py)
+    # a part (taskq.lifecycle.Part) like everything else that runs: start, run, stop
     await pool.start()        # every process imports registry_ref and runs
                               # Registry.initializer, then each cpu_bound Actor.initializer,
                               # before it takes a job
-    result_json: str = await pool.run(actor_name, args_json, kwargs_json,
-                                      timeout=None, job_id=job.id, attempt=job.attempt)
+    running = asyncio.create_task(pool.run())  # supervises the slots until stop
+    result_json: str = await pool.submit(actor_name, args_json, kwargs_json,
+                                         timeout=None, job_id=job.id, attempt=job.attempt)
     pool.breaker_open         # True while cpu jobs should stay queued
     pool.paused_actors        # cpu actor names to exclude from claims while it is open
     await pool.cancel(job_id)     # kill the process running that job (TERM, kill_grace,
-                                  # KILL, reaped); its run raises JobCancelled; False if
-                                  # no process runs it
-    await pool.close(grace=5.0)   # idempotent; leaves no process behind
+                                  # KILL, reaped); its submit raises JobCancelled; False
+                                  # if no process runs it
+    pool.stop(hurry=False)    # idempotent, never blocks: TERM, stop_grace (hurry: none),
+    await running             # KILL; run returns once no process is left behind
+
+    async with pool: ...      # the same: start, run (a task it owns), stop, wait
 
 Keyword-only extras (defaults are fine in production): ``max_result_bytes`` (default: the
 payload limit), ``initializer_timeout`` (60 s), ``kill_grace`` (1 s between TERM and KILL
-for a timed-out job), ``env`` (extra environment for the pool processes), and, for tests,
+for a timed-out job), ``stop_grace`` (5 s a process gets at ``stop`` before KILL; the
+worker gives 1), ``env`` (extra environment for the pool processes), and, for tests,
 ``restart_policy`` (a factory of ``RestartPolicy``, one per slot), ``clock`` (the breaker's)
 and ``cgroup_root``. The same settings as one frozen, self-checking value:
 ``ProcessPool(config=PoolConfig(...))``; ``pool.config`` is always set. Introspection:
 ``pids``, ``running_jobs`` (job_id -> pid), ``processes_alive``, ``processes_ready``,
 ``generation`` (processes started so far), ``slot_generations()``, ``breaker_state``.
 
-What ``run`` raises, and what the worker does with it:
+What ``submit`` raises, and what the worker does with it:
 
 =============================  ===========================================================
 ``JobFailed``                  the job raised in its process (``error_type``,
@@ -49,7 +55,7 @@ What ``run`` raises, and what the worker does with it:
 ``BreakerOpen``                not run: give the job back uncharged
 ``PayloadTooLarge``            over ``max_payload_bytes``; nothing was sent: dead, no retry
 ``PayloadUndecodable``         the child could not decode the JSON: dead, never a crash
-``PoolClosed``                 the pool is closed (or closed while the job ran): give back
+``PoolClosed``                 the pool is stopped (or stopped while the job ran): give back
 =============================  ===========================================================
 
 Layout, one idea a module: ``pool.py`` the facade; ``config.py`` ``PoolConfig``;

@@ -36,6 +36,7 @@ class PoolConfig:
     max_result_bytes: int | None = None  # None: the payload limit
     initializer_timeout: float = 60.0
     kill_grace: float = 1.0  # TERM -> KILL for a timed-out or cancelled job
+    stop_grace: float = 5.0  # at the pool's stop, each process's time to go before KILL
     env: Mapping[str, str] = field(default_factory=dict)
     # for tests: one RestartPolicy per slot, the breaker's clock, where cgroups live
     restart_policy: Callable[[], RestartPolicy] = RestartPolicy
@@ -59,8 +60,10 @@ class PoolConfig:
         result_limit = self.max_result_bytes
         if self.max_payload_bytes < 1 or (result_limit is not None and result_limit < 1):
             raise ConfigError("process pool payload and result limits must be >= 1 byte")
-        if self.initializer_timeout <= 0 or self.kill_grace < 0:
-            raise ConfigError("process pool initializer_timeout must be > 0, kill_grace >= 0")
+        if self.initializer_timeout <= 0 or self.kill_grace < 0 or self.stop_grace < 0:
+            raise ConfigError(
+                "process pool initializer_timeout must be > 0, kill_grace and stop_grace >= 0"
+            )
         if self.breaker_threshold < 0 or self.breaker_window <= 0 or self.breaker_cooldown < 0:
             raise ConfigError(
                 "process pool breaker_threshold must be >= 0, breaker_window > 0, "

@@ -1,6 +1,7 @@
-"""``ProcessPool``: the async facade of the CPU process pool (start, run, close, state).
+"""``ProcessPool``: the async facade of the CPU process pool: a part (``lifecycle.Part``:
+``start``, ``run``, ``stop``) that runs jobs (``submit``, ``cancel``) and tells its state.
 
-It builds a ``PoolConfig`` (checked at construction), and wires the parts: the slot
+It builds a ``PoolConfig`` (checked at construction), and wires its pieces: the slot
 supervisor (``supervisor.py``: every slot's state and restarts), the dispatcher
 (``dispatch.py``: one job from admission to verdict) and the breaker (``breaker.py``).
 """
@@ -44,6 +45,7 @@ class ProcessPool:
         max_result_bytes: int | None = None,
         initializer_timeout: float = 60.0,
         kill_grace: float = 1.0,
+        stop_grace: float = 5.0,
         env: Mapping[str, str] | None = None,
         restart_policy: Callable[[], RestartPolicy] | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -64,6 +66,7 @@ class ProcessPool:
             max_result_bytes=max_result_bytes,
             initializer_timeout=initializer_timeout,
             kill_grace=kill_grace,
+            stop_grace=stop_grace,
             env=env or {},
             restart_policy=restart_policy or RestartPolicy,
             clock=clock,
@@ -92,7 +95,7 @@ class ProcessPool:
             cfg, self._slots, self._breaker, self._changes, self._executor
         )
         self._started = False
-        self._closed = asyncio.Event()
+        self._running: asyncio.Task[None] | None = None  # ``async with``'s run
 
     # -- public state ---------------------------------------------------------------
 
@@ -153,10 +156,25 @@ class ProcessPool:
     def _cpu_actor_names(self) -> list[str]:
         return [] if self._registry is None else [a.name for a in self._registry if a.cpu_bound]
 
-    # -- lifecycle ------------------------------------------------------------------
+    # -- the part (lifecycle.Part) ---------------------------------------------------
+    #
+    # The order, start to stop:
+    #   start  the registry (a bad reference is a clear error here), then every slot's
+    #          first process, in slot order, each past its initializers (or failed)
+    #   run    the slot supervisor's tasks (one a slot: start a process, serve, reap,
+    #          restart) until each has reaped its last process; then the threads, then
+    #          the breaker
+    #   stop   no new job (``submit`` raises ``PoolClosed``); every slot retired at once
+    #          (busy processes SIGTERM now, idle ones EOF on their pipe), each process
+    #          given ``stop_grace`` seconds before SIGKILL, none when hurried
+
+    name = "process-pool"
+    stop_timeout = None  # run's wind-down is bounded by stop_grace (an idle process that
+    # ignores its EOF gets it twice: then SIGTERM, then SIGKILL)
 
     async def start(self) -> None:
-        """Start every slot's process; returns once each ran its initializers (or failed)."""
+        """Start every slot's process; returns once each ran its initializers (or failed).
+        Idempotent; ``PoolClosed`` if stopped before it ever started."""
         if self._started:
             return
         if self._slots.closing:
@@ -165,28 +183,37 @@ class ProcessPool:
         self._started = True
         await self._slots.start()
 
-    async def close(self, grace: float = 5.0) -> None:
-        """Stop every process (TERM, ``grace``, KILL) and reap it. Idempotent."""
-        if self._slots.closing:
-            await self._closed.wait()
-            return
+    async def run(self) -> None:
+        """Supervise the slots until ``stop``; returns once every process is reaped, and
+        then releases the pool's threads and its breaker (also when cancelled)."""
         try:
-            await self._slots.close(grace)
+            await self._slots.run()
         finally:
             await asyncio.to_thread(self._executor.shutdown, True)
             self._breaker.close()
-            self._closed.set()
+
+    def stop(self, *, hurry: bool = False) -> None:
+        """Stop every process (busy ones SIGTERM, idle ones EOF, SIGKILL past
+        ``stop_grace``; ``hurry``, now or in a later call: no grace for the processes not
+        being stopped yet); ``run`` returns once each is reaped. A job running now raises
+        ``PoolClosed``. Idempotent, never blocks."""
+        self._slots.stop(0.0 if hurry else self.config.stop_grace)
 
     async def __aenter__(self) -> ProcessPool:
+        """``async with pool:`` starts it, runs it (a task this block owns), and at the
+        block's end stops it and waits until every process is reaped."""
         await self.start()
+        self._running = asyncio.create_task(self.run(), name="taskq-process-pool")
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
+        self.stop()
+        if self._running is not None:
+            await self._running
 
     # -- running a job --------------------------------------------------------------
 
-    async def run(
+    async def submit(
         self,
         actor_name: str,
         args_json: str,
@@ -211,7 +238,7 @@ class ProcessPool:
 
     async def cancel(self, job_id: UUID | str) -> bool:
         """Kill the process running ``job_id``: SIGTERM, ``kill_grace``, SIGKILL; returns
-        once it is reaped. That job's ``run`` raises ``JobCancelled``; it counts as no
+        once it is reaped. That job's ``submit`` raises ``JobCancelled``; it counts as no
         break (no metric, the breaker unmoved), no crash, and no failure of the slot,
         whose next process starts at once. False when no process is running that job."""
         return await self._dispatcher.cancel(str(job_id))

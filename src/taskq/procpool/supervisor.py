@@ -1,10 +1,16 @@
 """The slot supervisor: the one owner of every slot's state (slot.py) and of its restarts.
 
-Each slot has one task (owned here, awaited by ``close``) that starts a process, waits for
-its initializers, offers it as idle, and once someone retires it stops and reaps it and
-starts the next one when ``RestartGate`` (restarts.py) allows: at once after a recycle, a
-timeout or a cancel; after the slot's own backoff delay after a failure (a death, a
-failed initializer); never while the breaker is open.
+Each slot has one task (owned here) that starts a process, waits for its initializers,
+offers it as idle, and once someone retires it stops and reaps it and starts the next one
+when ``RestartGate`` (restarts.py) allows: at once after a recycle, a timeout or a cancel;
+after the slot's own backoff delay after a failure (a death, a failed initializer); never
+while the breaker is open.
+
+Its lifecycle is the pool's part (``ProcessPool``: ``lifecycle.Part``), in this order:
+``start`` makes the slots' tasks in slot order and returns once each first process is
+ready (or failed); ``run`` awaits every slot's task; ``stop(grace)`` retires every slot at
+once (busy processes SIGTERM now, idle ones EOF), after which each task stops
+its process (SIGKILL after ``grace``), reaps it, starts no other and ends.
 
 Callers (the dispatcher) lease an idle slot with ``take_idle`` (or, when none is idle, queue
 one job behind a busy one with ``take_queueable``), talk to its process with ``exchange``,
@@ -108,8 +114,18 @@ class SlotSupervisor:
             self._tasks.append(task)
         await asyncio.gather(*firsts)
 
-    async def close(self, grace: float) -> None:
-        """Retire every slot (busy ones get SIGTERM now) and await every slot's task."""
+    async def run(self) -> None:
+        """Every slot's task, until each has stopped and reaped its last process (after
+        ``stop``). Cancelled, it cancels them: each still reaps its process."""
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def stop(self, grace: float) -> None:
+        """Retire every slot at once (busy ones get SIGTERM now, idle ones EOF); each
+        slot's task then stops its process, SIGKILL after ``grace``. Never blocks; called
+        again, a shorter grace holds for the processes not being stopped yet."""
+        if self.closing:
+            self._close_grace = min(grace, self._close_grace)
+            return
         self.closing = True
         self._close_grace = grace
         for slot in self.slots:
@@ -118,7 +134,6 @@ class SlotSupervisor:
                 process.terminate(slot.process)
             self.retire(slot, "closing", failure=False, hard=slot.state is not SlotState.IDLE)
         self._changes.notify()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     # -- the dispatcher's side ----------------------------------------------------------
 

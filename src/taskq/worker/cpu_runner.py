@@ -20,8 +20,11 @@ What the pool raises maps to outcomes:
 While the pool's breaker is open, ``excluded_actors`` names the paused actors so the
 fetcher leaves their jobs queued.
 
-As a worker part it stops after the consumers: the pool's idle processes get
-``CLOSE_GRACE`` seconds to exit cleanly (the pool is closed however ``run`` ends).
+As a worker part it stops after the consumers. It owns the pool's own part
+(``ProcessPool``: ``start``, then its ``run`` as a task of this part, ``stop``): stopping,
+it stops the pool, whose idle processes get ``STOP_GRACE`` seconds to exit cleanly (none
+when the worker hurries: ``stop(hurry=True)`` is passed on), and waits until every
+process is reaped (however ``run`` ends).
 """
 
 from __future__ import annotations
@@ -54,19 +57,21 @@ from .config import WorkerConfig
 
 log = get_logger(__name__)
 
-CLOSE_GRACE = 1.0  # seconds idle pool processes get to exit cleanly at shutdown
+STOP_GRACE = 1.0  # seconds idle pool processes get to exit cleanly at shutdown
 
 
 class CpuRunner(Stoppable):
     name = "cpu-pool"
-    stop_timeout = None  # the pool's close is bounded by CLOSE_GRACE and its kill grace
+    stop_timeout = None  # the pool's stop is bounded by STOP_GRACE and its kill grace
 
     def __init__(self, config: WorkerConfig, *, needed: bool) -> None:
         self._config = config
         self._needed = needed  # a queue this worker consumes has a cpu_bound actor
-        self._pool: Any = None
+        self._pool: Any = None  # a ProcessPool, started and running
+        self._pool_run: asyncio.Task[None] | None = None  # its run, owned here
+        self._stopping: Any = None  # the pool while it winds down (a hurry reaches it)
         self._stopped = StopSignal()
-        self._changing = asyncio.Lock()  # one start or close of the pool at a time
+        self._changing = asyncio.Lock()  # one start or stop of the pool at a time
 
     @property
     def started(self) -> bool:
@@ -81,13 +86,16 @@ class CpuRunner(Stoppable):
         async with self._changing:
             if self._pool is not None or (late and self._stopped):
                 return
-            self._pool = await self._new_pool()
-            log.event(PROCESS_POOL_STARTED, size=self._pool.size, late=late)
+            pool = self._new_pool()
+            await pool.start()
+            self._pool = pool
+            self._pool_run = asyncio.create_task(pool.run(), name="taskq-process-pool")
+            log.event(PROCESS_POOL_STARTED, size=pool.size, late=late)
 
-    async def _new_pool(self) -> Any:
+    def _new_pool(self) -> Any:
         from ..procpool import ProcessPool
 
-        pool = ProcessPool(
+        return ProcessPool(
             registry_ref=self._config.actors,
             size=self._config.cpu_workers,
             max_tasks_per_child=self._config.cpu_max_tasks_per_child,
@@ -96,9 +104,8 @@ class CpuRunner(Stoppable):
             # the child checks the result against the worker's limit before sending it:
             # one result rule for every runner (outcomes.result_dropped)
             max_result_bytes=self._config.result_max_bytes,
+            stop_grace=STOP_GRACE,
         )
-        await pool.start()
-        return pool
 
     @property
     def excluded_actors(self) -> Sequence[str]:
@@ -114,7 +121,7 @@ class CpuRunner(Stoppable):
             if self._pool is None:  # the worker is stopping: give the job back
                 return None
         try:
-            result_json = await self._pool.run(
+            result_json = await self._pool.submit(
                 actor.name,
                 job.args_json,
                 job.kwargs_json,
@@ -155,13 +162,25 @@ class CpuRunner(Stoppable):
         try:
             await self._stopped.wait()
         finally:
-            await self.close(CLOSE_GRACE)
+            await self._stop_pool()
 
-    async def close(self, grace: float) -> None:
+    def stop(self, *, hurry: bool = False) -> None:
+        self._stopped.set(hurry=hurry)
+        if hurry and self._stopping is not None:
+            self._stopping.stop(hurry=True)  # what is left of its grace is skipped
+
+    async def _stop_pool(self) -> None:
+        """Stop the pool (``hurry`` if the worker hurries) and wait for its ``run``."""
         async with self._changing:
-            if self._pool is not None:
-                pool, self._pool = self._pool, None
-                await pool.close(grace)
+            pool, running = self._pool, self._pool_run
+            if pool is None or running is None:
+                return
+            self._pool, self._stopping = None, pool
+            try:
+                pool.stop(hurry=self._stopped.hurried)
+                await running
+            finally:
+                self._pool_run = self._stopping = None
 
 
 def _snoozed(exc: BaseException) -> float | None:
