@@ -547,6 +547,17 @@ async def test_stop_kills_a_job_that_ignores_sigterm(
     assert_no_process_left()
 
 
+async def test_async_with_starts_runs_and_stops_the_pool(tmp_path: Path) -> None:
+    async with make_pool(tmp_path, size=2) as pool:
+        assert pool.processes_ready == 2
+        assert await pool.submit("add", "[1, 2]", "{}") == "3"
+        pids = list(pool.pids)
+    assert pool.processes_alive == 0
+    with pytest.raises(PoolClosed):
+        await pool.submit("add", "[1, 2]", "{}")
+    assert_no_process_left(pids)
+
+
 async def test_processes_alive_gauge_tracks_live_processes(tmp_path: Path) -> None:
     before = gauge("taskq_process_pool_processes_alive")
     pool = make_pool(tmp_path, size=2)
