@@ -110,7 +110,7 @@ class Fetcher(Stoppable):
         cpu = buffer.cpu
         woken = False  # just back from waiting for jobs: every consumer is idle
         while not self._stopped:
-            if buffer.free <= 0:
+            if not buffer.may_claim:
                 await self._until(buffer.wait_for_room(), timeout=self._poll_interval)
                 continue
             if not self._can_claim():  # acknowledgements are backing up: let them drain

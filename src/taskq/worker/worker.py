@@ -59,7 +59,7 @@ from ..store import Store, create_store
 from ..store.drift import routing_refusal
 from ..wakeups import Wakeups
 from .acker import Acker
-from .buffer import CpuShare, JobBuffer
+from .buffer import CpuShare, JobBuffer, cpu_refill
 from .cancels import Cancels, CancelWatcher
 from .config import (
     CLAIM_CONNECTIONS,
@@ -313,11 +313,13 @@ class Worker:
             in_thread=chain.in_thread if chain.has_thread_hooks else None,
             upstream=store.upstream_results,
         )
-        share = None
+        share, refill_at = None, None
+        processes = config.cpu_workers or os.cpu_count() or 1
         if cpu_actors and len(cpu_actors) < len(consumed):  # cpu and other actors: a share
-            processes = config.cpu_workers or os.cpu_count() or 1
             share = CpuShare(cpu_actors, processes, self.concurrency)
-        buffer = JobBuffer(self.concurrency, config.prefetch, share)
+        elif cpu_actors:  # cpu actors only: claims in batches
+            refill_at = cpu_refill(processes, self.concurrency)
+        buffer = JobBuffer(self.concurrency, config.prefetch, share, refill_at)
         acker = self.acker = Acker(store, self.id)
         heartbeat = self.heartbeat = Heartbeat(
             hb_store,
