@@ -13,19 +13,8 @@ from .. import exit_codes
 from ..exceptions import ConfigError
 from ..jobs import Rate
 
-# the value parsers flags share, declared with the options (re-exported for the commands)
-from ..kinds import (
-    integer,
-    non_negative_int,
-    port,
-    positive_int,
-    positive_seconds,
-    prefetch,
-    queue_list,
-    seconds,
-    seconds_or_forever,
-    uuid,
-)
+# the value parsers the commands' flags take, declared with the options (re-exported)
+from ..kinds import integer, positive_int, positive_seconds, seconds
 from ..validation import MAX_JSON_DEPTH
 from .output import one_line
 
@@ -111,15 +100,9 @@ __all__ = [
     "integer",
     "json_arg",
     "json_flag",
-    "non_negative_int",
-    "port",
     "positive_int",
     "positive_seconds",
-    "prefetch",
-    "queue_list",
     "rate",
     "seconds",
-    "seconds_or_forever",
     "subcommands",
-    "uuid",
 ]
