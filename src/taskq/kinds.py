@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 from typing import Any, cast
 from uuid import UUID
 
-_QUEUE = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
-
+from .validation import QUEUE_NAME
 
 # -- the value parsers of flags ------------------------------------------------------------
 
@@ -319,7 +317,7 @@ class Queues(Kind):
 
     def check(self, value: Any) -> str | None:
         for queue in value:
-            if not _QUEUE.match(queue):
+            if not QUEUE_NAME.match(queue):
                 return f"invalid queue name {queue!r} (letters, digits, _ . -; at most 100)"
         if len(set(value)) != len(value):
             return "lists a queue twice"

@@ -19,13 +19,12 @@ from .blame import DEFAULT_MAX_UNBLAMED_CRASHES
 from .exceptions import ActorImportError, ActorNotFound, ConfigError, DuplicateActor
 from .jobs import ActorConfig
 from .unique import Unique, as_unique
-from .validation import check_int
+from .validation import QUEUE_NAME, check_int
 
 if TYPE_CHECKING:
     from .periodic import Missed, Schedule
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,199}$")
-_QUEUE = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
 
 # every actor option's default, written once (Actor, Registry.actor, the client enqueuing
 # by name an actor it has never seen)
@@ -115,7 +114,7 @@ AnyActor = Actor[..., Any]
 
 
 def check_queue_name(queue: str) -> str:
-    if not isinstance(queue, str) or not _QUEUE.match(queue):
+    if not isinstance(queue, str) or not QUEUE_NAME.match(queue):
         raise ConfigError(f"invalid queue name {queue!r}: 1-100 letters, digits, '_', '.' or '-'")
     return queue
 
@@ -127,7 +126,7 @@ def check_actor_options(
     options for an actor given by name): one ``ConfigError`` naming what is wrong."""
     if not _NAME.match(name):
         raise ConfigError(f"invalid actor name {name!r}")
-    if not _QUEUE.match(queue):
+    if not QUEUE_NAME.match(queue):
         raise ConfigError(f"actor {name!r}: invalid queue name {queue!r}")
     check_int(max_attempts, f"actor {name!r}: max_attempts", 1)
     check_int(max_crashes, f"actor {name!r}: max_crashes", 1)

@@ -30,6 +30,8 @@ MAX_JSON_DEPTH = 64
 #: the range of every integer taskq stores (a Postgres ``integer``; SQLite's is wider)
 INT_MIN = -(2**31)
 INT_MAX = 2**31 - 1
+#: a queue's name, wherever one is given (an actor, a flag, a workgroup's TOML, a limit)
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
 #: encoded JSON no longer than this cannot nest deeper than ``MAX_JSON_DEPTH``
 SHORT_JSON = 2 * MAX_JSON_DEPTH
 

@@ -37,7 +37,6 @@ from ..worker.config import STALE_AFTER, WORKER_DEFAULTS, WorkerConfig
 MAX_NAME_LENGTH = 43
 SOCKET_PATH_LIMIT = 107
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
-_QUEUE = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
 
 #: a standalone worker's heartbeat interval and shutdown grace (``taskq worker`` flags)
 WORKER_HEARTBEAT_INTERVAL = WORKER_DEFAULTS.heartbeat_interval
