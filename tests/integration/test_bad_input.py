@@ -6,7 +6,6 @@ cannot be stored is dropped (the job succeeded) the same on both."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,13 +23,6 @@ def nested(depth: int) -> Any:
     for _ in range(depth):
         value = [value]
     return value
-
-
-@pytest.fixture
-def client(target, store) -> Iterator[Client]:
-    del store  # migrated
-    with Client(target.dsn, schema=target.schema) as c:
-        yield c
 
 
 SURROGATE = b"\xff".decode("utf-8", "surrogateescape")  # what argv makes of a 0xff byte

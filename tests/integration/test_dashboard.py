@@ -4,9 +4,7 @@ redaction), and the actions."""
 
 from __future__ import annotations
 
-import base64
 import re
-from collections.abc import Iterator
 
 import pytest
 
@@ -21,20 +19,9 @@ from taskq.ids import uuid7
 from taskq.testing import drain
 from taskq.web import DashboardSettings, create_app
 from tests.support import dashboard_actors as actors
+from tests.support.dashboard_support import basic
 
 TOKEN = "s3cret-token-for-tests-0123456789"
-
-
-def basic(user: str, password: str) -> dict[str, str]:
-    raw = base64.b64encode(f"{user}:{password}".encode()).decode()
-    return {"Authorization": f"Basic {raw}"}
-
-
-@pytest.fixture
-def client(target, store) -> Iterator[Client]:
-    del store  # migrated
-    with Client(target.dsn, schema=target.schema) as c:
-        yield c
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ dead job's retry or discard from its row. Jobs run by the worker's real executor
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -27,13 +26,6 @@ from tests.support.helpers import wait_until
 
 TOKEN = "s3cret-token-for-tests-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Origin": "http://testserver"}
-
-
-@pytest.fixture
-def client(target, store) -> Iterator[Client]:
-    del store
-    with Client(target.dsn, schema=target.schema) as c:
-        yield c
 
 
 @pytest.fixture

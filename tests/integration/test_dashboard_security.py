@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterator
 
 import pytest
 
@@ -21,7 +20,7 @@ from taskq.ids import uuid7
 from taskq.jobs import JobSpec
 from taskq.testing import drain
 from tests.support import dashboard_actors as actors
-from tests.support.dashboard_support import token_of, web_for
+from tests.support.dashboard_support import basic, token_of, web_for
 from tests.support.procpool_support import capture_taskq_logs, events
 
 TOKEN = "s3cret-token-for-tests-0123456789"
@@ -29,18 +28,6 @@ ORIGIN = {"Origin": "http://testserver"}
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 XSS = "'+alert(document.domain)+'"
 PAGES = ("/", "/jobs", "/dead", "/queues", "/workers")
-
-
-def basic(user: str, password: str) -> dict[str, str]:
-    raw = base64.b64encode(f"{user}:{password}".encode()).decode()
-    return {"Authorization": f"Basic {raw}"}
-
-
-@pytest.fixture
-def client(target, store) -> Iterator[Client]:
-    del store  # migrated
-    with Client(target.dsn, schema=target.schema) as c:
-        yield c
 
 
 @pytest.fixture

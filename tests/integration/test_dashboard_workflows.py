@@ -5,7 +5,6 @@ link to its workflow, and cancel as an action."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,13 +19,6 @@ from taskq.web.graph import draw, layers
 from taskq.workflows.model import StepInfo
 from tests.integration.test_dashboard import TOKEN, csrf_of
 from tests.support import workflow_actors as wa
-
-
-@pytest.fixture
-def client(target, store) -> Iterator[taskq.Client]:
-    del store  # migrated
-    with taskq.Client(target.dsn, schema=target.schema) as c:
-        yield c
 
 
 def app_for(target, **settings) -> TestClient:

@@ -6,23 +6,14 @@ Jobs run by the worker's real executor (``taskq.testing.drain``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from taskq import Client
 from taskq.exceptions import ConfigError
 from taskq.insight import JobFilter, QueueDepth
 from taskq.testing import drain
 from tests.support import dashboard_actors as actors
-
-
-@pytest.fixture
-def client(target, store) -> Iterator[Client]:
-    del store
-    with Client(target.dsn, schema=target.schema) as c:
-        yield c
 
 
 def totals(rows, queue: str) -> tuple[int, int, int]:

@@ -1,8 +1,10 @@
 """The dashboard in the tests: an app over a real store behind Starlette's test client,
-answering the test client's host name, and the CSRF token of a page."""
+answering the test client's host name, the CSRF token of a page, and HTTP basic auth's
+header."""
 
 from __future__ import annotations
 
+import base64
 import re
 
 from starlette.testclient import TestClient
@@ -23,3 +25,9 @@ def token_of(page: str) -> str:
     match = re.search(r'name="csrf" value="([^"]+)"', page)
     assert match, "no CSRF field in the page"
     return match.group(1)
+
+
+def basic(user: str, password: str) -> dict[str, str]:
+    """The ``Authorization`` header of HTTP basic auth."""
+    raw = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return {"Authorization": f"Basic {raw}"}
