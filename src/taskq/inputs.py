@@ -1,4 +1,4 @@
-"""What an operator's call takes, checked: a job id, limits, the actor a limit is for;
+"""What an operator's call takes, checked: a job or workflow id, limits, the actor a limit is for;
 and who is acting (recorded on a pause or a cancel). Shared by the clients and the
 ``taskq`` commands."""
 
@@ -10,7 +10,7 @@ import socket
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from .exceptions import ConfigError, JobNotFound
+from .exceptions import ConfigError, JobNotFound, TaskqError, WorkflowNotFound
 from .jobs import Limits, Rate
 from .registry import Actor
 from .validation import check_int
@@ -20,12 +20,21 @@ if TYPE_CHECKING:
 
 
 def parse_job_id(job_id: UUID | str) -> UUID:
-    if isinstance(job_id, UUID):
-        return job_id
+    return _parse_id(job_id, "job", JobNotFound)
+
+
+def parse_workflow_id(workflow_id: UUID | str) -> UUID:
+    return _parse_id(workflow_id, "workflow", WorkflowNotFound)
+
+
+def _parse_id(value: UUID | str, what: str, missing: type[TaskqError]) -> UUID:
+    """An id given as a UUID or its text; anything else is no such thing (``missing``)."""
+    if isinstance(value, UUID):
+        return value
     try:
-        return UUID(str(job_id))
+        return UUID(str(value))
     except ValueError:
-        raise JobNotFound(f"invalid job id {job_id!r}: expected a UUID") from None
+        raise missing(f"invalid {what} id {value!r}: expected a UUID") from None
 
 
 def who() -> str:

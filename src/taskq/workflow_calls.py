@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 from .exceptions import ConfigError, WorkflowNotFound
+from .inputs import parse_workflow_id
 from .plan import WorkflowPlan
 from .workflows.graph import Workflow
 from .workflows.model import WorkflowInfo, WorkflowState
@@ -36,15 +37,6 @@ class AsyncClient(Protocol):
     def enqueuer(self) -> Enqueuer: ...
 
     async def open(self) -> None: ...
-
-
-def parse_workflow_id(workflow_id: UUID | str) -> UUID:
-    if isinstance(workflow_id, UUID):
-        return workflow_id
-    try:
-        return UUID(str(workflow_id))
-    except ValueError:
-        raise WorkflowNotFound(f"invalid workflow id {workflow_id!r}: expected a UUID") from None
 
 
 async def prepare(client: AsyncClient, wf: Workflow) -> WorkflowPlan:
