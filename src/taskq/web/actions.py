@@ -110,7 +110,7 @@ async def _discard_all_dead(store: Store, queue: str | None) -> int:
         total += len(await store.insight.discard_jobs([j.id for j in page]))
 
 
-#: the most jobs one bulk action touches (what /jobs offers to confirm)
+#: the most jobs one bulk action touches (what /jobs counts up to and offers to confirm)
 BULK_CAP = 10_000
 #: jobs a bulk action reads and acts on at a time
 BULK_BATCH = 500

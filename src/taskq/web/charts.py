@@ -44,7 +44,6 @@ class Window:
 
 HOUR = Window("hour", 60, 60)
 DAY = Window("day", 900, 96)
-WINDOWS = (HOUR, DAY)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from ..insight import JobFilter
 from ..jobs import ALL_STATES, Job
 from ..store import Insight, Store
 from ..validation import text_problem
+from .actions import BULK_CAP
 
 PAGE_SIZE = 50
 #: the longest filter value a page accepts
@@ -95,12 +96,6 @@ async def _job_page(request: Request, filters: JobFilter) -> tuple[list[Job], UU
     more = len(page) > PAGE_SIZE
     page = page[:PAGE_SIZE]
     return page, page[-1].id if more else None
-
-
-#: the most jobs one bulk action on /jobs touches (its confirmation says when there are more)
-BULK_CAP = 10_000
-#: the filters a bulk action acts on (a search by arguments or meta is not one of them)
-BULK_FIELDS = ("state", "queue", "actor", "tag", "error", "id")
 
 
 async def jobs(request: Request) -> Response:
