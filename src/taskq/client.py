@@ -31,8 +31,8 @@ from .operations import AsyncOperations, Operations
 from .payload import DEFAULT_MAX_PAYLOAD_BYTES
 from .plan import NO_OPTIONS, ActorPlan, EnqueueOptions
 from .portal import Portal
-from .registry import Actor
-from .specs import ActorRef, Item, UniqueKey
+from .registry import Actor, ActorRef
+from .specs import Item, UniqueKey
 from .store import Store, create_store
 
 if TYPE_CHECKING:

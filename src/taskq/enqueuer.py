@@ -37,8 +37,8 @@ from . import txn
 from .jobs import ActorConfig, JobId, JobSpec
 from .middleware import EnqueueHooks, Middleware
 from .plan import ActorPlan, WorkflowPlan
-from .registry import Actor
-from .specs import ActorRef, JobBuilder
+from .registry import Actor, ActorRef
+from .specs import JobBuilder
 from .store import Store
 from .store.base import LocalEnqueue
 from .store.workflows import pg_workflow_steps, sqlite_insert_workflow

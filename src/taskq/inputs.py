@@ -7,16 +7,12 @@ from __future__ import annotations
 import getpass
 import os
 import socket
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 from .exceptions import ConfigError, JobNotFound, TaskqError, WorkflowNotFound
 from .jobs import Limits, Rate
-from .registry import Actor
+from .registry import Actor, ActorRef
 from .validation import check_int
-
-if TYPE_CHECKING:
-    from .specs import ActorRef
 
 
 def parse_job_id(job_id: UUID | str) -> UUID:

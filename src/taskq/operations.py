@@ -23,8 +23,7 @@ from uuid import UUID
 from .exceptions import ActorNotFound, ConfigError, InvalidJobState, JobNotFound
 from .inputs import actor_name, make_limits, parse_job_id, who
 from .jobs import CancelResult, Job, JobState, Limits, QueueInfo, Rate
-from .registry import Actor, check_queue_name
-from .specs import ActorRef
+from .registry import Actor, ActorRef, check_queue_name
 from .store import Store
 from .store.queues import ACTOR, QUEUE
 from .validation import check_int, check_text

@@ -111,6 +111,8 @@ class Actor(Generic[P, R]):
 
 AnyActor = Actor[..., Any]
 """An actor of any signature (what the worker, the client and the CLI handle)."""
+#: an actor as the enqueue calls take it: the ``Actor``, or its name
+ActorRef = AnyActor | str
 
 
 def check_queue_name(queue: str) -> str:

@@ -27,13 +27,12 @@ from .registry import (
     DEFAULT_MAX_CRASHES,
     DEFAULT_QUEUE,
     Actor,
-    AnyActor,
+    ActorRef,
     check_actor_options,
 )
 from .unique import Unique
 from .validation import check_int, check_text
 
-ActorRef = AnyActor | str
 Item = tuple[Sequence[Any], Mapping[str, Any]]
 UniqueKey = str | Unique
 _DEFAULT_UNIQUE = Unique()

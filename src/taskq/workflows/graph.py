@@ -22,12 +22,11 @@ from typing import Any, Literal, ParamSpec, overload
 from ..arguments import check_arguments
 from ..exceptions import InvalidWorkflow
 from ..jobs import OnFailure
-from ..registry import Actor, AnyActor
+from ..registry import Actor, ActorRef
 from .model import MAX_EDGES, MAX_STEP_NAME, MAX_STEPS
 
 P = ParamSpec("P")
 OnFailureArg = Literal["cancel", "run"]
-ActorRef = AnyActor | str
 
 
 @dataclass(frozen=True, slots=True)

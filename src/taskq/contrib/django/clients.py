@@ -22,8 +22,8 @@ from typing import Any, ParamSpec, overload
 
 from ...client import Client
 from ...jobs import JobId
-from ...registry import Actor
-from ...specs import ActorRef, Item
+from ...registry import Actor, ActorRef
+from ...specs import Item
 from . import conf
 from .db import dsn
 
