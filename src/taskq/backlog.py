@@ -26,6 +26,9 @@ from .insight import QueueDepth
 from .store import Store
 
 LEASE_NAME = "backlog-metrics"
+#: seconds between two reports of every process that competes for the lease (a
+#: supervisor's and a worker's alike; the lease is held for three)
+REPORT_INTERVAL = 5.0
 #: the states ``taskq_queue_jobs`` reports (finished states grow without bound: their
 #: rate is ``taskq_jobs_finished_total``)
 BACKLOG_STATES = ("queued", "running", "dead")

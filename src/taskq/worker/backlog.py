@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
-from ..backlog import BacklogLease
+from ..backlog import REPORT_INTERVAL, BacklogLease
 from ..events import BACKLOG_METRICS
 from ..exceptions import TaskqError
 from ..lifecycle import Stoppable, StopSignal
@@ -26,9 +26,6 @@ from ..store import Store
 from .outage import StoreBackoff
 
 log = get_logger(__name__)
-
-#: seconds between two reports (the lease is held for three)
-REPORT_INTERVAL = 5.0
 
 
 class BacklogReporter(Stoppable):

@@ -20,21 +20,21 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 from uuid import UUID
 
-from ..backlog import BacklogLease
+from ..backlog import REPORT_INTERVAL, BacklogLease
 from ..events import (
     WORKGROUP_BACKLOG_METRICS,
     WORKGROUP_FLEET_REPORT_FAILED,
     WORKGROUP_FLEET_REPORT_RECOVERED,
 )
 from ..exceptions import TaskqError
-from ..lifecycle import StopSignal
+from ..lifecycle import Stoppable, StopSignal
 from ..logs import get_logger
 from ..store import Store
 
 log = get_logger(__name__)
 
 
-class FleetReporter:
+class FleetReporter(Stoppable):
     name = "reporter"
     stop_timeout = None  # the tick in hand and the leave are bounded by their timeouts
 
@@ -45,7 +45,7 @@ class FleetReporter:
         store: Callable[[], Awaitable[Store | None]],
         children: Callable[[], list[dict[str, Any]]],
         queues: Iterable[str],
-        interval: float = 5.0,
+        interval: float = REPORT_INTERVAL,
     ) -> None:
         self._instance = instance
         self._store = store
@@ -61,9 +61,6 @@ class FleetReporter:
         )
 
     # -- the part (``lifecycle.Part``) ---------------------------------------------------
-    async def start(self) -> None:
-        pass
-
     async def run(self) -> None:
         """Tick until stopped; then give the lease back and forget this workgroup."""
         try:
@@ -72,9 +69,6 @@ class FleetReporter:
                 await self._stopped.sleep(self._interval)
         finally:
             await self._leave()
-
-    def stop(self, *, hurry: bool = False) -> None:
-        self._stopped.set(hurry=hurry)
 
     async def tick(self) -> None:
         store = await self._store()

@@ -30,6 +30,7 @@ from typing import Any
 from uuid import UUID
 
 from .. import exit_codes
+from ..backlog import REPORT_INTERVAL
 from ..events import (
     WORKGROUP_EVENT_HOOK_FAILED,
     WORKGROUP_RELOAD_IGNORED,
@@ -53,9 +54,6 @@ from .reporter import FleetReporter
 from .store import STORE_CALL_TIMEOUT, SupervisorStore
 
 log = get_logger(__name__)
-
-#: how often the supervisor reports its children and (when it leads) the backlog
-REPORT_INTERVAL = 5.0
 
 
 @dataclass(frozen=True, slots=True)
