@@ -25,7 +25,7 @@ from .. import metrics
 from ..events import WORKGROUP_HTTP_LISTENING
 from ..exceptions import WorkgroupStartError
 from ..http import METRICS_CONTENT_TYPE, EndpointServer, Response, probe_route
-from ..lifecycle import StopSignal
+from ..lifecycle import Stoppable, StopSignal
 from ..logs import get_logger
 from .scrape import MergedMetrics, child_not_ready, scrape_children
 
@@ -39,7 +39,7 @@ SHUTTING_DOWN = "shutting down"
 ChildSockets = Callable[[], Sequence[tuple[str, str | None]]]
 
 
-class StatusServer:
+class StatusServer(Stoppable):
     """The endpoints, as a part of the supervisor (``lifecycle.Part``): ``start`` binds
     ``port`` (None: nothing to serve; a port that cannot be bound refuses the start),
     ``run`` serves until the stop, then closes."""
@@ -84,9 +84,6 @@ class StatusServer:
             await self._stopped.wait()
         finally:
             await self._server.close()
-
-    def stop(self, *, hurry: bool = False) -> None:
-        self._stopped.set(hurry=hurry)
 
     async def _readiness(self) -> tuple[bool, str]:
         """The supervisor's view (``ready``), then each running child's own ``/ready``."""
