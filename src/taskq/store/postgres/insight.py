@@ -33,10 +33,6 @@ from ..workflows import workflow_info
 from .connections import Connections
 
 
-def _utc(value: datetime) -> datetime:
-    return value.astimezone(UTC)
-
-
 class PostgresInsight:
     """``Insight`` on one Postgres store's connections."""
 
@@ -119,7 +115,7 @@ class PostgresInsight:
         now = now or datetime.now(UTC)
         params = {"since": since, "bucket": bucket, "queue": queue}
         read = "activity_read_actors" if by_actor else "activity_read"
-        counted = minutes(await self._db.fetchall(read, params), _utc)
+        counted = minutes(await self._db.fetchall(read, params), self._codec.time)
         row = await self._db.fetchone("activity_upto")
         open_from = row["upto"] if row else minute_of(now)
         live = await self._db.fetchall("activity_live", {"from": open_from})
