@@ -42,6 +42,14 @@ HANDOVER = 0.01
 Wanted = Callable[[Notify], bool]
 
 
+def channel_for(schema: str, what: str = "") -> str:
+    """The NOTIFY channel of a schema (identifiers stop at 63 bytes; so does the trigger).
+    ``what`` names another channel of the schema (``cancel``: cancel requests)."""
+    if what:
+        return f"taskq_{what}_{schema}"[:63]
+    return f"taskq_{schema}"[:63]
+
+
 async def listen_on(
     conn: psycopg.AsyncConnection, queries: Mapping[str, str], jobs: str, cancels: str
 ) -> None:

@@ -16,8 +16,7 @@ from typing import Literal, NamedTuple
 import psycopg
 
 from .connections import Connections
-from .listen import listen_on
-from .store import channel_for
+from .listen import channel_for, listen_on
 
 #: how the connection shows in pg_stat_activity
 APPLICATION_NAME = "taskq wake relay"

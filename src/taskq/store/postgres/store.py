@@ -59,7 +59,7 @@ from .codec import CODEC, utc
 from .connections import Connections, first_line
 from .here import HereConnections
 from .insight import PostgresInsight
-from .listen import Listener, listen_on
+from .listen import Listener, channel_for, listen_on
 from .schema import apply_migrations, missing_migrations
 from .upkeep import Upkeep
 from .workflows import PostgresWorkflows
@@ -73,14 +73,6 @@ LISTEN_FIX = (
     f"set {HEALTH_DSN_ENV} to a DSN that reaches Postgres itself (not the pooler) for LISTEN; "
     "until then workers poll for new jobs and cancels (docs/scaling.md)"
 )
-
-
-def channel_for(schema: str, what: str = "") -> str:
-    """The NOTIFY channel of a schema (identifiers stop at 63 bytes; so does the trigger).
-    ``what`` names another channel of the schema (``cancel``: cancel requests)."""
-    if what:
-        return f"taskq_{what}_{schema}"[:63]
-    return f"taskq_{schema}"[:63]
 
 
 class PostgresStore(PostgresWorkflows, Upkeep):
