@@ -183,7 +183,7 @@ class Seconds(Kind):
         if value is None:
             return "`forever`" if self.forever else "none"
         number = f"{value:.0f}" if float(value).is_integer() else f"{value:g}"
-        return f"`{number}`" + (f" ({_duration(value)})" if value >= 60 else "")
+        return f"`{number}`" + (f" ({duration_text(value)})" if value >= 60 else "")
 
 
 class Integer(Kind):
@@ -351,8 +351,15 @@ class References(Kind):
         return "none" if not value else ", ".join(f"`{r}`" for r in value)
 
 
-def _duration(seconds: float) -> str:
-    for size, one, many in ((86400, "day", "days"), (3600, "h", "h"), (60, "min", "min")):
+_UNITS = ((86400, "day", "days"), (3600, "h", "h"), (60, "min", "min"))
+
+
+def duration_text(seconds: float | None) -> str:
+    """A retention or an interval for people: ``7 days``, ``10 min``, ``90 s``; None is
+    ``forever``."""
+    if seconds is None:
+        return "forever"
+    for size, one, many in _UNITS:
         if seconds >= size and seconds % size == 0:
             n = int(seconds // size)
             return f"{n} {one if n == 1 else many}"

@@ -240,17 +240,3 @@ class WorkerConfig:
 
 #: every default, for whoever needs one without a config (``actors`` is a stand-in)
 WORKER_DEFAULTS = WorkerConfig(actors="")
-
-_UNITS = ((86400, "day", "days"), (3600, "h", "h"), (60, "min", "min"))
-
-
-def duration_text(seconds: float | None) -> str:
-    """A retention or an interval for people: ``7 days``, ``10 min``, ``90 s``; None is
-    ``forever``."""
-    if seconds is None:
-        return "forever"
-    for size, one, many in _UNITS:
-        if seconds >= size and seconds % size == 0:
-            n = int(seconds // size)
-            return f"{n} {one if n == 1 else many}"
-    return f"{seconds:g} s"

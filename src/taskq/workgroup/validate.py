@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..kinds import duration_text
 from ..registry import Registry, load_registry
-from ..worker.config import duration_text
 from .config import (
     CHILD_TEARDOWN_MARGIN,
     WORKER_SHUTDOWN_GRACE,
