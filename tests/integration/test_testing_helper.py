@@ -225,3 +225,50 @@ def test_drain_gives_actors_their_current_job_and_saves_its_meta(
 
     assert (run.outcome, run.result) == ("succeeded", 1)
     assert taskq_client.get(job_id).meta == {"user": 7, "progress": 1.0}
+
+
+class Recorder(taskq.Middleware):
+    """Where each hook ran: (hook, actor, the thread's name)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, bool]] = []
+
+    def before_job(self, job) -> None:
+        self.seen.append(("before_job", job.actor, _in_drain_thread()))
+
+    def after_job(self, job, outcome) -> None:
+        self.seen.append(("after_job", job.actor, _in_drain_thread()))
+
+    def before_job_in_thread(self, job) -> None:
+        self.seen.append(("before_job_in_thread", job.actor, _in_drain_thread()))
+
+    def after_job_in_thread(self, job) -> None:
+        self.seen.append(("after_job_in_thread", job.actor, _in_drain_thread()))
+
+
+def _in_drain_thread() -> bool:
+    import threading
+
+    return threading.current_thread().name.startswith("taskq-drain")
+
+
+def test_drain_runs_the_client_s_middleware_around_each_job_as_a_worker_does(
+    taskq_client: taskq.Client,
+) -> None:
+    recorder = Recorder()
+    with taskq.Client(middleware=[recorder]) as client:  # TASKQ_DSN from the fixture
+        client.enqueue(send_welcome, "ada@example.com")  # sync: in the drain's thread
+        client.enqueue(fails_twice, "async")  # async: on the loop, no thread hooks
+        drain(client, "mail")
+        drain(client, "default")
+    assert recorder.seen[:4] == [
+        ("before_job", "send_welcome", False),
+        ("before_job_in_thread", "send_welcome", True),
+        ("after_job_in_thread", "send_welcome", True),
+        ("after_job", "send_welcome", False),
+    ]
+    # the async actor (three attempts: it fails twice): the job hooks only, on the loop
+    assert (
+        recorder.seen[4:]
+        == [("before_job", "fails_twice", False), ("after_job", "fails_twice", False)] * 3
+    )

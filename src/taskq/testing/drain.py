@@ -12,6 +12,12 @@ Jobs that wait for a later time (a ``delay``, a retry's backoff) are made due wh
 nothing else is (``scheduled=True``, the default): the drain jumps to the next
 scheduled moment instead of sleeping, so a job that always fails ends ``dead/failed``
 within one ``drain`` call. Jobs enqueued by the jobs it runs are drained too.
+
+The client's middleware (``Client(..., middleware=[...])``) runs around each job as a
+worker's ``--middleware`` does: ``before_job`` / ``after_job``, and in a sync actor's
+thread ``before_job_in_thread`` / ``after_job_in_thread`` (so Django's
+``CloseOldConnections``, which ``taskq.contrib.django.client()`` carries, closes the
+connection a sync job opened in the drain's thread, as it does in a worker's).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from ..ids import uuid7
 from ..jobs import ClaimedJob, Job, Outcome, WorkerInfo
 from ..registry import Registry
 from ..store import Store
+from ..worker.middleware import MiddlewareChain
 from ..worker.outcomes import announce
 from ..worker.runners import Executor
 from ..worker.threads import ThreadRunner
@@ -102,7 +109,15 @@ async def drain_async(
         )
     )
     threads = ThreadRunner(thread_name="taskq-drain")
-    executor = Executor(registry, threads, None, RESULT_MAX_BYTES, upstream=store.upstream_results)
+    middleware = MiddlewareChain(client.enqueuer.middleware)
+    executor = Executor(
+        registry,
+        threads,
+        None,
+        RESULT_MAX_BYTES,
+        in_thread=middleware.in_thread if middleware.has_thread_hooks else None,
+        upstream=store.upstream_results,
+    )
     runs: list[Ran] = []
     try:
         queues = await _queues(store, registry, wanted)
@@ -128,14 +143,18 @@ async def drain_async(
                     f"drain ran {max_runs} jobs and jobs are still queued (a job that "
                     "enqueues itself forever?); pass a larger max_runs if that is expected"
                 )
-            runs.append(await _run_one(store, executor, worker_id, job))
+            runs.append(await _run_one(store, executor, middleware, worker_id, job))
     finally:
         threads.close()
         await store.unregister_worker(worker_id)
 
 
-async def _run_one(store: Store, executor: Executor, worker_id: UUID, job: ClaimedJob) -> Ran:
+async def _run_one(
+    store: Store, executor: Executor, middleware: MiddlewareChain, worker_id: UUID, job: ClaimedJob
+) -> Ran:
+    middleware.before_job(job)
     outcome: Outcome | None = await executor.execute(job)
+    middleware.after_job(job, outcome)
     if outcome is None:  # only a CPU pool gives a job back; drain has none
         await store.give_back(worker_id, [(job.id, job.attempt)])
         raise RuntimeError(f"job {job.id} was given back unexpectedly")

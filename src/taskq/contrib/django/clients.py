@@ -26,6 +26,7 @@ from ...registry import Actor, ActorRef
 from ...specs import Item
 from . import conf
 from .db import dsn
+from .middleware import CloseOldConnections
 
 P = ParamSpec("P")
 
@@ -52,7 +53,8 @@ class DjangoClient(Client):
         schema: str | None = None,
         join_atomic: bool = True,
     ) -> None:
-        super().__init__(dsn(using), schema=schema)
+        # Django's connection hygiene for the sync jobs taskq.testing.drain runs with it
+        super().__init__(dsn(using), schema=schema, middleware=[CloseOldConnections()])
         self.using = using
         self.join_atomic = join_atomic
 
