@@ -117,9 +117,11 @@ class Kind:
 
     metavar: str | None = None
     toml_type = ""  # for the docs: "float > 0 (seconds)"
+    repeatable = False  # the flag may be given several times (the docs' usage says ``...``)
 
     def parse(self, text: str) -> Any:
-        raise NotImplementedError  # pragma: no cover - every kind with a flag overrides it
+        """A flag's text (the text itself, unless the kind reads it)."""
+        return text
 
     def load(self, value: Any) -> Any:
         """A TOML value; ``ValueError`` with the text after the key."""
@@ -135,6 +137,24 @@ class Kind:
     def dump(self, value: Any) -> list[str]:
         """The flag's arguments for ``value`` (after the flag itself)."""
         return [str(value)]
+
+    def argument(self, default: Any, required: bool) -> dict[str, Any]:
+        """How argparse takes the flag: ``add_argument``'s keywords besides its name and
+        help."""
+        return {
+            "type": self.parse,
+            "default": default,
+            "required": required,
+            "metavar": self.metavar,
+        }
+
+    def from_flag(self, value: Any) -> Any:
+        """The value as argparse gives it, as the option holds it."""
+        return value
+
+    def argv(self, flag: str, value: Any) -> list[str]:
+        """The command line that gives the option ``value`` (a child's)."""
+        return [flag, *self.dump(value)]
 
     def show(self, value: Any) -> str:
         """``value`` in the docs' default column."""
@@ -266,8 +286,11 @@ class Switch(Kind):
             return f"must be true or false, not {describe(value)}"
         return None
 
-    def dump(self, value: Any) -> list[str]:
-        return []
+    def argument(self, default: Any, required: bool) -> dict[str, Any]:
+        return {"action": "store_true", "default": default}
+
+    def argv(self, flag: str, value: Any) -> list[str]:
+        return [flag] if value else []
 
     def show(self, value: Any) -> str:
         return "`true`" if value else "`false`"
@@ -278,9 +301,6 @@ class Text(Kind):
 
     def __init__(self, metavar: str) -> None:
         self.metavar = metavar
-
-    def parse(self, text: str) -> str:
-        return text
 
     def check(self, value: Any) -> str | None:
         if not isinstance(value, str) or not value.strip():
@@ -335,6 +355,7 @@ class References(Kind):
 
     metavar = "MODULE:ATTR"
     toml_type = "array of `MODULE:ATTR` strings"
+    repeatable = True
 
     def load(self, value: Any) -> tuple[str, ...]:
         if not isinstance(value, list) or not all(isinstance(r, str) for r in value):
@@ -346,6 +367,15 @@ class References(Kind):
             if not isinstance(ref, str) or ":" not in ref:
                 return f"must be MODULE:ATTR references, got {ref!r}"
         return None
+
+    def argument(self, default: Any, required: bool) -> dict[str, Any]:
+        return {"action": "append", "default": list(default or ()), "metavar": self.metavar}
+
+    def from_flag(self, value: Any) -> tuple[str, ...]:
+        return tuple(value)
+
+    def argv(self, flag: str, value: Any) -> list[str]:
+        return [part for ref in value for part in (flag, ref)]
 
     def show(self, value: Any) -> str:
         return "none" if not value else ", ".join(f"`{r}`" for r in value)

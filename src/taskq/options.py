@@ -22,7 +22,7 @@ import dataclasses
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
-from .kinds import Kind, References, Switch
+from .kinds import Kind
 
 T = TypeVar("T")
 
@@ -138,25 +138,8 @@ def add_arguments(
             help = f"{help} (default: {opt.shown})"
         elif default is None and not opt.required:
             help = f"{help} (default: none)"
-        if isinstance(opt.kind, Switch):
-            target.add_argument(opt.flag_name, action="store_true", default=default, help=help)
-        elif isinstance(opt.kind, References):
-            target.add_argument(
-                opt.flag_name,
-                action="append",
-                default=list(default or ()),
-                metavar=opt.kind.metavar,
-                help=help,
-            )
-        else:
-            target.add_argument(
-                opt.flag_name,
-                type=opt.kind.parse,
-                default=default,
-                required=opt.required and opt.name not in defaults,
-                metavar=opt.kind.metavar,
-                help=help,
-            )
+        required = opt.required and opt.name not in defaults
+        target.add_argument(opt.flag_name, help=help, **opt.kind.argument(default, required))
 
 
 def from_namespace(ns: argparse.Namespace, cls: type) -> dict[str, Any]:
@@ -165,7 +148,7 @@ def from_namespace(ns: argparse.Namespace, cls: type) -> dict[str, Any]:
     for opt in options_of(cls):
         if opt.flag and hasattr(ns, opt.name):
             value = getattr(ns, opt.name)
-            values[opt.name] = tuple(value) if isinstance(opt.kind, References) else value
+            values[opt.name] = opt.kind.from_flag(value)
     return values
 
 
@@ -198,13 +181,7 @@ def to_argv(values: Any, cls: type) -> list[str]:
         value = getattr(values, opt.name)
         if value == opt.default and not opt.required:
             continue
-        if isinstance(opt.kind, Switch):
-            argv += [opt.flag_name] if value else []
-        elif isinstance(opt.kind, References):
-            for ref in value:
-                argv += [opt.flag_name, ref]
-        else:
-            argv += [opt.flag_name, *opt.kind.dump(value)]
+        argv += opt.kind.argv(opt.flag_name, value)
     return argv
 
 
@@ -265,7 +242,7 @@ def synopsis(cls: type, command: str, width: int = 92) -> str:
         if not opt.flag:
             continue
         word = opt.flag_name + (f" {opt.kind.metavar}" if opt.kind.metavar else "")
-        if isinstance(opt.kind, References):
+        if opt.kind.repeatable:
             word += " ..."
         words.append(word if opt.required else f"[{word}]")
     lines, line = [], command
