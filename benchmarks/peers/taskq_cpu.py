@@ -56,20 +56,24 @@ def mixed(peer, args: argparse.Namespace) -> dict:  # type: ignore[no-untyped-de
     def started() -> dict[str, float]:
         return {k: t for kind, k, t, _pid in _common.read_events(events) if kind == "start"}
 
-    def io_phase(tag: str) -> list[float]:
+    def io_phase(tag: str) -> tuple[list[float], list[float]]:
+        """Each I/O job's enqueue call -> start, and the enqueue call's own time (the
+        driver and its Postgres backend share the saturated cores too)."""
         called: dict[str, float] = {}
+        calls: list[float] = []
         tick = time.monotonic()
         for i in range(args.n):
             key = f"{tag}{i}"
             called[key] = time.time()
             peer.runner.run(peer.client.enqueue(taskq_cpu_actors.io_wait, key, args.io_ms))
+            calls.append(time.time() - called[key])
             tick += args.interval
             time.sleep(max(0.0, tick - time.monotonic()))
         _common.wait_for(
             lambda: all(k in started() for k in called), 120.0, f"the {tag} I/O jobs", 0.05
         )
         starts = started()
-        return [starts[k] - called[k] for k in called]
+        return [starts[k] - called[k] for k in called], calls
 
     try:
         warm = [f"warm{i}" for i in range(5)]
@@ -86,7 +90,7 @@ def mixed(peer, args: argparse.Namespace) -> dict:  # type: ignore[no-untyped-de
             raise TimeoutError(f"{exc}; worker log: {_common.tail(log)}") from None
         if proc.poll() is not None:
             raise RuntimeError(f"worker exited {proc.returncode}: {_common.tail(log)}")
-        idle = io_phase("idle")
+        idle, idle_calls = io_phase("idle")
         iterations = _cpu.iterations_for(args.work_ms)
         keys = [f"c{i}" for i in range(args.backlog)]
         for start in range(0, len(keys), 1000):
@@ -97,7 +101,7 @@ def mixed(peer, args: argparse.Namespace) -> dict:  # type: ignore[no-untyped-de
                 )
             )
         _common.wait_for(lambda: lines.poll() > 0, 60.0, "the CPU backlog to start", 0.01)
-        busy = io_phase("busy")
+        busy, busy_calls = io_phase("busy")
         cpu_done = lines.poll()  # CPU jobs finished while the I/O jobs ran
         _common.wait_for(lambda: lines.poll() >= args.backlog, args.timeout, "the backlog", 0.05)
     finally:
@@ -111,6 +115,9 @@ def mixed(peer, args: argparse.Namespace) -> dict:  # type: ignore[no-untyped-de
         "backlog_left_after_io": args.backlog - cpu_done,  # > 0: the pool stayed saturated
         "idle": quiet,
         "busy": loaded,
+        # the enqueue call alone (part of the latency above; slower with the cores busy)
+        "idle_enqueue": _common.latency_summary(idle_calls),
+        "busy_enqueue": _common.latency_summary(busy_calls),
         "p50_ratio": loaded["p50_ms"] / quiet["p50_ms"],
         "p99_ratio": loaded["p99_ms"] / quiet["p99_ms"],
         "cpu_ms_per_job": statistics.fmean(lines.cpu_us) / 1000.0,

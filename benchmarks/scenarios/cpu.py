@@ -58,6 +58,16 @@ CASES = (
             Metric("idle.p99_ms", "mixed: I/O latency p99, idle worker", "ms", False, 2),
             Metric("busy.p99_ms", "mixed: I/O latency p99, pool saturated", "ms", False, 2),
             Metric("p50_ratio", "mixed: I/O p50 saturated / idle", "x", False, 2),
+            Metric(
+                "idle_enqueue.p50_ms", "mixed: of it the enqueue call, p50, idle", "ms", False, 2
+            ),
+            Metric(
+                "busy_enqueue.p50_ms",
+                "mixed: of it the enqueue call, p50, pool saturated",
+                "ms",
+                False,
+                2,
+            ),
             Metric("backlog_left_after_io", "mixed: CPU jobs still queued after", "jobs"),
         ),
     ),

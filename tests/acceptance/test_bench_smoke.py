@@ -110,6 +110,9 @@ def test_quick_cpu_drains_beside_the_bare_executor(pg_dsn: str, tmp_path: Path) 
     mixed = only_run(results, "mixed")
     assert mixed["idle"]["samples"] == mixed["busy"]["samples"] == mixed["io_jobs"]
     assert mixed["p50_ratio"] > 0 and mixed["backlog"] > 0
+    # and, of that latency, the enqueue call's own time in each phase
+    assert mixed["idle_enqueue"]["samples"] == mixed["busy_enqueue"]["samples"] == mixed["io_jobs"]
+    assert mixed["idle_enqueue"]["p50_ms"] > 0 and mixed["busy_enqueue"]["p50_ms"] > 0
     (mixed_target,) = [t for n, t in listed.items() if n.startswith("mixed work")]
     assert mixed_target["met"] is None and "not judged" in mixed_target["value"]
 
