@@ -2,7 +2,7 @@
 and the jobs table's upkeep.
 
 Read from the store by the operator's ``Insight`` (``store.insight``: ``queue_backlog``,
-``queue_statuses``, ``queue_activity``, ``browse_jobs``, ``job_errors``,
+``queue_statuses``, ``browse_jobs``, ``job_errors``,
 ``list_workgroups``) and the pruner's ``Store.autovacuum`` and ``vacuum_jobs``; no
 behaviour here beyond wording.
 """
@@ -47,22 +47,6 @@ class QueueStatus:
     paused_at: datetime | None = None
     paused_by: str | None = None
     limits: Limits = field(default_factory=Limits)
-
-
-@dataclass(frozen=True, slots=True)
-class QueueActivity:
-    """One queue over a recent window: runs that succeeded, runs that failed (an
-    exception or a crash, retried or not) and jobs that went dead."""
-
-    queue: str
-    succeeded: int = 0
-    failed_runs: int = 0
-    dead: int = 0
-
-    @property
-    def failure_rate(self) -> float | None:
-        runs = self.succeeded + self.failed_runs
-        return self.failed_runs / runs if runs else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,28 +83,6 @@ async def test_every_failed_run_is_recorded_with_crashes_told_apart(store):
     assert (await store.get_job(job_id)).state == "dead"
 
 
-async def test_queue_activity_counts_successes_failed_runs_and_dead(store):
-    await store.enqueue([spec(queue="q", max_attempts=1) for _ in range(4)])
-    w = worker(queues=["q"])
-    await store.register_worker(w)
-    c = (await store.claim(w.id, ["q"], 4, 30.0)).jobs
-    await store.complete(
-        w.id,
-        [
-            Outcome(c[0].id, 1, OutcomeKind.SUCCEEDED),
-            Outcome(c[1].id, 1, OutcomeKind.SUCCEEDED),
-            Outcome(c[2].id, 1, OutcomeKind.RETRY, error="e"),
-            Outcome(c[3].id, 1, OutcomeKind.DEAD, error="e", dead_reason="failed"),
-        ],
-    )
-    (q,) = [a for a in await store.insight.queue_activity(ago(3600)) if a.queue == "q"]
-    assert (q.succeeded, q.failed_runs, q.dead) == (2, 2, 1)
-    assert q.failure_rate == 0.5
-    assert not [
-        a for a in await store.insight.queue_activity(datetime.now(UTC) + timedelta(hours=1))
-    ]
-
-
 async def test_browse_jobs_filters_and_pages_by_keyset(store):
     ids = []
     for i in range(7):

@@ -17,7 +17,6 @@ from uuid import UUID
 from ..insight import (
     JobError,
     JobFilter,
-    QueueActivity,
     QueueDepth,
     QueueMinute,
     QueueStatus,
@@ -35,9 +34,6 @@ class Insight(Protocol):
     async def queue_statuses(self) -> list[QueueStatus]:
         """Per queue with live jobs, paused or limited: its backlog, pause state and
         limits (the dashboard's queue page)."""
-
-    async def queue_activity(self, since: datetime) -> list[QueueActivity]:
-        """Per queue since ``since``: jobs succeeded, runs failed, jobs gone dead."""
 
     async def browse_jobs(
         self, filters: JobFilter, *, before: UUID | None = None, limit: int = 50

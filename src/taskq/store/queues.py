@@ -1,8 +1,7 @@
 """Queue views and limits, as the stores share them (no I/O).
 
-``depths``, ``statuses`` and ``activities`` fold the rows of the stores'
-``queue_backlog`` and ``queue_activity`` statements (the same columns on both): the
-operator's views (``Insight``).
+``depths`` and ``statuses`` fold the rows of the stores' ``queue_backlog`` statement
+(the same columns on both): the operator's views (``Insight``).
 
 Both stores read the same three things for ``taskq queues``: jobs per (queue, state)
 with the oldest due job's wait, the ``queues`` rows (pause state) and the ``limits``
@@ -16,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..insight import QueueActivity, QueueDepth, QueueStatus
+from ..insight import QueueDepth, QueueStatus
 from ..jobs import ALL_STATES, Limits, QueueInfo, Rate
 from .rows import Codec, Row
 
@@ -108,12 +107,3 @@ def statuses(
             )
         )
     return out
-
-
-def activities(rows: Sequence[Mapping[str, Any]]) -> list[QueueActivity]:
-    """``queue_activity`` rows -> one ``QueueActivity`` per queue, by name."""
-    keys = {"succeeded": "succeeded", "failed_run": "failed_runs", "dead": "dead"}
-    found: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        found.setdefault(row["queue"], {"queue": row["queue"]})[keys[row["kind"]]] = int(row["n"])
-    return [QueueActivity(**found[q]) for q in sorted(found)]

@@ -18,7 +18,6 @@ from ...insight import (
     SEARCH_SCAN,
     JobError,
     JobFilter,
-    QueueActivity,
     QueueDepth,
     QueueMinute,
     QueueStatus,
@@ -27,7 +26,7 @@ from ...insight import (
 from ...jobs import Job, WorkerInfo
 from ...workflows.model import WorkflowInfo
 from ..activity import KEEP, minute_of, minutes, open_minute, to_count
-from ..queues import activities, depths, statuses
+from ..queues import depths, statuses
 from ..rows import Codec
 from ..workflows import workflow_info
 from .connections import Connections
@@ -48,9 +47,6 @@ class PostgresInsight:
         controls = await self._db.fetchall("queue_controls")
         limits = await self._db.fetchall("get_limits")
         return statuses(self._codec, backlog, controls, limits)
-
-    async def queue_activity(self, since: datetime) -> list[QueueActivity]:
-        return activities(await self._db.fetchall("queue_activity", {"since": since}))
 
     async def browse_jobs(
         self, filters: JobFilter, *, before: UUID | None = None, limit: int = 50

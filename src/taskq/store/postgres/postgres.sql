@@ -852,17 +852,6 @@ SELECT queue, 'running', count(*), 0.0 FROM {schema}.jobs WHERE state = 'running
 UNION ALL
 SELECT queue, 'dead', count(*), 0.0 FROM {schema}.jobs WHERE state = 'dead' GROUP BY queue;
 
--- name: queue_activity
--- description: Per queue since a time: succeeded jobs, failed runs and jobs gone dead.
-SELECT queue, 'succeeded' AS kind, count(*) AS n FROM {schema}.jobs
-WHERE state = 'succeeded' AND finished_at >= %(since)s GROUP BY queue
-UNION ALL
-SELECT j.queue AS queue, 'failed_run', count(*) FROM {schema}.job_errors AS e JOIN {schema}.jobs AS j ON j.id = e.job_id
-WHERE e.at >= %(since)s GROUP BY j.queue
-UNION ALL
-SELECT queue, 'dead', count(*) FROM {schema}.jobs
-WHERE state = 'dead' AND finished_at >= %(since)s GROUP BY queue;
-
 -- fragment: job_filter
 -- description: The dashboard's job filters (JobFilter); a NULL parameter matches every job.
 id < %(before)s::uuid AND id >= %(id_low)s::uuid

@@ -17,7 +17,6 @@ from ...insight import (
     SEARCH_SCAN,
     JobError,
     JobFilter,
-    QueueActivity,
     QueueDepth,
     QueueMinute,
     QueueStatus,
@@ -26,7 +25,7 @@ from ...insight import (
 from ...jobs import Job, WorkerInfo
 from ...workflows.model import WorkflowInfo
 from ..activity import KEEP, minute_of, minutes, open_minute, to_count
-from ..queues import activities, depths, statuses
+from ..queues import depths, statuses
 from ..rows import Codec
 from ..workflows import workflow_info
 from .codec import dt, ts
@@ -61,9 +60,6 @@ class SqliteInsight:
         controls = await read(self._store, "queue_controls")
         limits = await read(self._store, "get_limits")
         return statuses(self._codec, backlog, controls, limits)
-
-    async def queue_activity(self, since: datetime) -> list[QueueActivity]:
-        return activities(await read(self._store, "queue_activity", {"since": ts(since)}))
 
     async def browse_jobs(
         self, filters: JobFilter, *, before: UUID | None = None, limit: int = 50
