@@ -1,7 +1,7 @@
 """``Changes``: one wake-up for everything in the pool that waits on the pool's state.
 
 Whoever changes something others may wait for (a slot turned idle or went down, the
-breaker moved, ``close`` began) calls ``notify``; waiters re-check their condition after
+breaker moved, ``stop`` began) calls ``notify``; waiters re-check their condition after
 ``wait`` returns, so a wake-up that was not for them costs one check.
 """
 

@@ -119,10 +119,10 @@ class Channel:
             try:
                 if not select.select([self._fd], [], [], 0)[0]:
                     return
-                data = os.read(self._fd, _READ)
-            except (OSError, ValueError):
-                data = b""
-            self._take(data)
+            except (OSError, ValueError):  # the descriptor is gone: as at end of file
+                self._take(b"")
+                return
+            self._readable()
 
     def _take(self, data: bytes) -> None:
         if not data:  # end of file: the child's end is closed
@@ -141,10 +141,10 @@ class Channel:
                     break
                 (size,) = _LONG_HEAD.unpack_from(buffer, start)
                 start += _LONG_HEAD.size
-            if size < 0 or len(buffer) - start < size:
-                if size < 0:
-                    self._garbled(f"a frame of length {size}")
-                    return
+            if size < 0:
+                self._garbled(f"a frame of length {size}")
+                return
+            if len(buffer) - start < size:
                 break
             frame = bytes(buffer[start : start + size])
             at = start + size

@@ -59,7 +59,7 @@ from .protocol import (
     TimedOut,
     Undecodable,
 )
-from .slot import Slot
+from .slot import PIPELINE_DEPTH, Slot
 from .supervisor import SlotSupervisor
 
 log = get_logger(__name__)
@@ -122,7 +122,7 @@ class Dispatcher:
         self._seq = itertools.count(1)
         # a job running and one piped per process: more callers in ``_acquire`` would only
         # all wake at every change and all but one wait again (a herd at every job's end)
-        self._admitted = asyncio.Semaphore(2 * config.processes)
+        self._admitted = asyncio.Semaphore(PIPELINE_DEPTH * config.processes)
         self.running: dict[str, Job] = {}  # job_id -> the job, while its process runs it
         self.queued: dict[str, Job] = {}  # job_id -> the job, while it waits in a pipe
 

@@ -127,7 +127,7 @@ class Exchanged:
     started: Started | None
 
 
-Message = Ready | InitFailed | Run | Started | Returned | Raised | ResultNotSent | Undecodable
+Message = Ready | InitFailed | Run | Started | JobReply
 
 #: the messages that cross the pipe; a message's index here is its tag on the wire
 WIRE: tuple[type[Message], ...] = (

@@ -22,6 +22,9 @@ from .causes import OomCounter
 from .channel import Channel
 from .protocol import Exchanged
 
+#: jobs a process holds at once: one running and one waiting in its pipe (pipelining)
+PIPELINE_DEPTH = 2
+
 
 def new_reaped() -> asyncio.Future[int | None]:
     """A future for one process's exit code (each process gets its own)."""

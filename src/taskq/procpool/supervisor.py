@@ -47,7 +47,7 @@ from .channel import Channel
 from .config import PoolConfig
 from .protocol import Died, Exchanged, InitFailed, Ready, Run, TimedOut
 from .restarts import RestartGate, recycle_reason
-from .slot import Retirement, Slot, SlotState, new_reaped
+from .slot import PIPELINE_DEPTH, Retirement, Slot, SlotState, new_reaped
 
 log = get_logger(__name__)
 
@@ -159,9 +159,9 @@ class SlotSupervisor:
                 and not slot.exclusive
                 and slot.process is not None
                 and not slot.retired.is_set()
-                and (limit is None or slot.tasks_done + 2 <= limit)
+                and (limit is None or slot.tasks_done + PIPELINE_DEPTH <= limit)
             ):
-                slot.pending = 2
+                slot.pending = PIPELINE_DEPTH
                 return slot
         return None
 
