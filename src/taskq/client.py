@@ -92,7 +92,7 @@ class AsyncClient(AsyncOperations):
         known = self.enqueuer.known(actor)
         if known is None:
             await self.open()
-            known = self.enqueuer.learn(await self._store.actor_configs())
+            known = await self.enqueuer.relearn()
         return known
 
     # -- enqueue ---------------------------------------------------------------------
@@ -363,12 +363,12 @@ class Client(Operations):
     def _known(self, actor: ActorRef) -> Mapping[str, ActorConfig]:
         known = self.enqueuer.known(actor)
         if known is None:
-            known = self.enqueuer.learn(self.run(self._stored_configs()))
+            known = self.run(self._relearn())
         return known
 
-    async def _stored_configs(self) -> Mapping[str, ActorConfig]:
+    async def _relearn(self) -> Mapping[str, ActorConfig]:
         await self._async.open()
-        return await self._async.store.actor_configs()
+        return await self.enqueuer.relearn()
 
     def _write(self, plan: ActorPlan, target: txn.Target | None = None) -> list[JobId]:
         """Where the plan is written: the caller's connection on this thread; plain

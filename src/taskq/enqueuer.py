@@ -75,8 +75,7 @@ class Enqueuer:
     def known(self, actors: ActorRef | Iterable[ActorRef]) -> Mapping[str, ActorConfig] | None:
         """The stored actor configurations the plan of ``actors`` (one, or several: a
         workflow's) needs: none for ``Actor`` objects; for names, the ones read lately,
-        or None: read them (``store.actor_configs()``) and ``learn`` them (a worker may
-        have recorded them since)."""
+        or None: ``relearn`` them (a worker may have recorded them since)."""
         if isinstance(actors, Actor):
             return _NOTHING
         names = {actors} if isinstance(actors, str) else {a for a in actors if isinstance(a, str)}
@@ -86,7 +85,9 @@ class Enqueuer:
             return None
         return self._configs
 
-    def learn(self, configs: Mapping[str, ActorConfig]) -> Mapping[str, ActorConfig]:
+    async def relearn(self) -> Mapping[str, ActorConfig]:
+        """Read the stored actor configurations again (the store is open) and keep them."""
+        configs = await self.store.actor_configs()
         self._configs, self._configs_at = configs, time.monotonic()
         return configs
 

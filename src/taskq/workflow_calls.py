@@ -47,7 +47,7 @@ async def prepare(client: AsyncClient, wf: Workflow) -> WorkflowPlan:
     enqueuer = client.enqueuer  # the client's builder and its actor configurations
     known = enqueuer.known(ref.step.actor for ref in wf.steps)
     if known is None:
-        known = enqueuer.learn(await client.store.actor_configs())
+        known = await enqueuer.relearn()
     return WorkflowPlan(plan(wf, enqueuer.builder, known))
 
 
