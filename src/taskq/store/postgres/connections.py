@@ -262,10 +262,10 @@ class Connections:
         server = await self._server(self.conninfo, self.display_dsn)
         await self._check_direct(server, always=True)
 
-    async def new_pool(self, conninfo: str) -> AsyncConnectionPool:
+    async def new_pool(self) -> AsyncConnectionPool:
         """Open a pool after one connection proves the server answers and tells whether
         a pooler stands between (``pooled``), and TASKQ_PG_DSN_DIRECT is checked."""
-        server = await self._server(conninfo, self.display_dsn)
+        server = await self._server(self.conninfo, self.display_dsn)
         await self._check_direct(server)
         self.pooled = server.pooled
         conninfo = self.conninfo = self.conninfo_for(self.dsn)  # its name, now it is known
@@ -291,7 +291,7 @@ class Connections:
 
     async def open(self) -> None:
         if self.pool is None:
-            self.pool = await self.new_pool(self.conninfo)
+            self.pool = await self.new_pool()
 
     async def replace_pool(self, dsn: str | None) -> AsyncConnectionPool | None:
         """A new pool (for ``dsn`` when given) in place of the current one, which is
@@ -301,7 +301,7 @@ class Connections:
         if dsn is not None:
             self.set_dsn(dsn)
         try:
-            pool = await self.new_pool(self.conninfo)
+            pool = await self.new_pool()
         except BaseException:
             self.set_dsn(old)
             raise

@@ -197,10 +197,15 @@ class Listener:
 
     def _take_kept(self, wanted: Wanted) -> bool:
         """Whether a kept notification is for this wait (those for it are used up)."""
-        mine = [n for n in self._kept if wanted(n)]
-        for notify in mine:
-            self._kept.remove(notify)
-        return bool(mine)
+        kept = self._kept
+        if not kept:
+            return False
+        left = [n for n in kept if not wanted(n)]
+        if len(left) == len(kept):
+            return False
+        kept.clear()
+        kept.extend(left)
+        return True
 
     async def close(self) -> None:
         """Retire the current connection: closed now if no task waits on it, else by the
