@@ -165,7 +165,7 @@ class CpuRunner(Stoppable):
             await self._stop_pool()
 
     def stop(self, *, hurry: bool = False) -> None:
-        self._stopped.set(hurry=hurry)
+        super().stop(hurry=hurry)
         if hurry and self._stopping is not None:
             self._stopping.stop(hurry=True)  # what is left of its grace is skipped
 
