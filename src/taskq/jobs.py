@@ -1,7 +1,9 @@
 """The data a job carries, as every part of taskq sees it.
 
 Plain frozen dataclasses, no I/O: the stores build them from rows, the clients hand
-them to users, the worker turns them into outcomes.
+them to users, the worker turns them into outcomes. The two made once a job on the
+worker's hot path (``ClaimedJob``, ``Outcome``) are ``hot_record``s: frozen to the type
+checkers, not at run time (below).
 """
 
 from __future__ import annotations
@@ -10,11 +12,25 @@ import enum
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar, dataclass_transform
 from uuid import UUID, SafeUUID
 
 from .exceptions import ConfigError
 from .validation import INT_MAX
+
+_T = TypeVar("_T")
+
+
+@dataclass_transform(frozen_default=True)
+def hot_record(cls: type[_T]) -> type[_T]:
+    """A frozen, slotted dataclass whose instances cost what a mutable one costs to make.
+
+    A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``:
+    for ``ClaimedJob`` (16 fields) 2.1 us against 0.6 us, for ``Outcome`` 1.0 us against
+    0.2 us, about a tenth of the worker's CPU a no-op job (docs/benchmarks.md). Type
+    checkers (mypy, pyright) treat the class as frozen and refuse an assignment to a field;
+    at run time it is the mutable dataclass, hashed by its fields as the frozen one is."""
+    return dataclass(slots=True, unsafe_hash=True)(cls)
 
 
 class JobState(enum.StrEnum):
@@ -239,7 +255,7 @@ def plain_fields(obj: Any) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@hot_record
 class ClaimedJob:
     """What a claim hands the worker: enough to run the job and fence every write."""
 
@@ -286,7 +302,7 @@ class OutcomeKind(enum.StrEnum):
     SNOOZED = "snoozed"  # back to queued after ``retry_delay`` seconds, attempt not charged
 
 
-@dataclass(frozen=True, slots=True)
+@hot_record
 class Outcome:
     """The end of one run. Fenced by (job_id, attempt, worker_id) when written."""
 
@@ -302,7 +318,7 @@ class Outcome:
     added: tuple[StepRow, ...] = ()  # succeeded: steps the run added to its workflow
 
 
-@dataclass(frozen=True, slots=True)
+@hot_record
 class NotedOutcome(Outcome):
     """An outcome with a line to log once it is written (``worker.outcomes.announce``):
     retries, deaths, dropped results. A field of its own class, so that the plain

@@ -54,18 +54,18 @@ class Consumer:
             self._acker,
         )
         perf_counter = time.perf_counter
-        middleware = self._middleware
+        middleware = self._middleware if self._middleware else None  # asked once, not twice a job
         try:
             while not self._stopping():
                 job = await get()
                 self.held, self._outcome, self._ran = job, None, False
-                if middleware:
+                if middleware is not None:
                     middleware.before_job(job)
                 started = perf_counter()
                 outcome = await execute(job)
                 duration = perf_counter() - started
                 self._outcome, self._ran = outcome, True
-                if middleware:
+                if middleware is not None:
                     middleware.after_job(job, outcome)
                 if outcome is None:
                     acker.give_back([job])
