@@ -6,6 +6,18 @@ ONE ``store.complete`` call (and one ``store.give_back`` for returned jobs). Wha
 accumulates while a write is in flight goes with the next one, so batches grow with
 load by themselves.
 
+Paced batches: outcomes that arrive at a few hundred to a few thousand a second (CPU-bound
+jobs on a pool, short I/O jobs) would go out two to five at a time, and each ``complete``
+costs Postgres about as much for one outcome as for twenty (on 2 ms CPU jobs, half its
+CPU a job went to the acks' transactions; the CPU pool competes with it for the cores).
+So while outcomes come at ``pace`` (outcomes a second, measured over the last batches)
+fast enough to gather ``PACED_BATCH`` of them within ``MAX_LINGER``, a batch waits for
+them: at most ``MAX_LINGER`` longer before a job's end is recorded, never longer than it
+takes. Slower than that, waiting would hold outcomes for no company: the base linger.
+Only outcomes of idempotent jobs wait: while the acker holds the outcome of a job that
+must never run twice, it writes after the base linger (a worker killed in the window
+leaves that job to the crash rules, which do not re-run it).
+
 When the store is unavailable the batch is kept and retried with backoff. Writes are
 fenced by ``(id, attempt, worker_id)`` in the store, so re-sending a batch whose first
 attempt did commit, or acknowledging a job whose lease another worker took over, changes
@@ -24,6 +36,8 @@ store did not take is logged as ``job-end-not-written``.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from uuid import UUID
 
 from ..events import ACKS_FENCED_OUT, ACKS_NOT_WRITTEN
@@ -38,6 +52,10 @@ log = get_logger(__name__)
 
 
 FLUSH_TIMEOUT = 10.0  # seconds the last acknowledgements get at shutdown
+LINGER = 0.002  # seconds every batch waits for company
+PACED_BATCH = 8  # outcomes a batch waits for while they come fast enough ...
+MAX_LINGER = 0.020  # ... to gather them in at most this long
+_PACE_WEIGHT = 0.3  # weight of the newest batch in the measured pace
 #: why an outcome's end was not logged as such (``job-end-not-written``)
 FENCED_OUT = "fenced out: the job's lease was taken over and the crash rules ended this run"
 NOT_ANSWERED = "the store did not answer before the worker stopped: the crash rules decide"
@@ -48,12 +66,25 @@ class Acker:
     stop_timeout = FLUSH_TIMEOUT
 
     def __init__(
-        self, store: Store, worker_id: UUID, *, max_batch: int = 200, linger: float = 0.002
+        self,
+        store: Store,
+        worker_id: UUID,
+        *,
+        max_batch: int = 200,
+        linger: float = LINGER,
+        max_linger: float = MAX_LINGER,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
         self._worker_id = worker_id
         self.max_batch = max_batch
         self.linger = linger
+        self.max_linger = max_linger
+        self._clock = clock
+        #: outcomes a second, over the last batches (0.0: none measured yet)
+        self.pace = 0.0
+        self._paced_since: float | None = None  # when the batch being gathered began
+        self._holds_firm = False  # an outcome of a non-idempotent job waits to be written
         self._outcomes: list[Outcome] = []
         self._fanouts: list[Outcome] = []
         self._give_backs: list[tuple[UUID, int]] = []
@@ -72,12 +103,35 @@ class Acker:
     def pending(self) -> int:
         return len(self._outcomes) + len(self._give_backs) + len(self._fanouts)
 
-    def add(self, outcome: Outcome) -> None:
+    def add(self, outcome: Outcome, *, idempotent: bool = False) -> None:
+        """Write ``outcome`` with the next batch. ``idempotent``: its job may run again,
+        so its outcome may wait for a paced batch (the module's docstring)."""
         if outcome.added:  # a workflow step's fan-out: written on its own (complete_fanout)
             self._fanouts.append(outcome)
         else:
             self._outcomes.append(outcome)
+        if not idempotent:
+            self._holds_firm = True
         self._wake.set()
+
+    def linger_now(self) -> float:
+        """How long the batch in hand waits for company (see the module's docstring)."""
+        wanted = PACED_BATCH - len(self._outcomes)
+        if self._holds_firm or wanted <= 0 or self.pace <= 0.0:
+            return self.linger
+        wait = wanted / self.pace
+        if wait > self.max_linger:  # too slow to gather them: no company worth the wait
+            return self.linger
+        return max(wait, self.linger)
+
+    def _paced(self, written: int) -> None:
+        """A batch of ``written`` outcomes went out: the pace they came at since the last."""
+        now = self._clock()
+        since, self._paced_since = self._paced_since, now
+        if since is None or now <= since:
+            return
+        pace = written / (now - since)
+        self.pace = pace if self.pace <= 0.0 else self.pace + _PACE_WEIGHT * (pace - self.pace)
 
     def give_back(self, jobs: list[ClaimedJob]) -> None:
         """Return claimed jobs to queued without charging their attempt."""
@@ -125,7 +179,7 @@ class Acker:
         while True:
             await self._wake.wait()
             if not self._closing and len(self._outcomes) < self.max_batch:
-                await asyncio.sleep(self.linger)
+                await asyncio.sleep(self.linger_now())
             if not await self._write_once() and not self._closing:
                 continue
             if not self.pending:
@@ -154,6 +208,9 @@ class Acker:
                 outcomes = self._outcomes[: self.max_batch]
                 changed = await self._store.complete(self._worker_id, outcomes)
                 del self._outcomes[: len(outcomes)]
+                self._paced(len(outcomes))
+                if not self._outcomes:
+                    self._holds_firm = False
                 fenced_out += len(outcomes) - changed
                 if changed == len(outcomes):
                     announce(outcomes)

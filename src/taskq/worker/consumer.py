@@ -70,7 +70,7 @@ class Consumer:
                 if outcome is None:
                     acker.give_back([job])
                 else:
-                    acker.add(outcome)
+                    acker.add(outcome, idempotent=job.idempotent)
                 self.held = None
                 buffer.done(duration, job)
                 if self._on_success is not None:
@@ -86,7 +86,7 @@ class Consumer:
             return
         self.held = None
         if self._ran and self._outcome is not None:
-            self._acker.add(self._outcome)
+            self._acker.add(self._outcome, idempotent=job.idempotent)
         else:
             self._acker.give_back([job])
         self._buffer.done(job=job)
