@@ -12,16 +12,8 @@ from taskq.worker.acker import FENCED_OUT, NOT_ANSWERED, Acker
 from tests.support.conformance_kit import claim_all
 from tests.support.helpers import async_wait_until
 from tests.support.storekit import spec
+from tests.support.worker_harness import run_acker
 from tests.support.worker_logs import captured_logs
-
-
-async def run_acker(acker: Acker, until) -> None:
-    task = asyncio.create_task(acker.run())
-    try:
-        await async_wait_until(until, what="the acker's write")
-    finally:
-        acker.stop()
-        await asyncio.wait_for(task, 10)
 
 
 async def test_an_end_is_logged_once_it_is_written(store):

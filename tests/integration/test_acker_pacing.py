@@ -5,16 +5,14 @@ stores, with the outcomes really written."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from taskq.ids import uuid7
 from taskq.worker import outcomes
 from taskq.worker.acker import LINGER, MAX_LINGER, PACED_BATCH, Acker
 from tests.support.conformance_kit import claim_all
-from tests.support.helpers import async_wait_until
 from tests.support.storekit import spec
+from tests.support.worker_harness import run_acker
 
 
 class Clock:
@@ -29,17 +27,11 @@ async def write_all(acker: Acker, store, jobs, *, idempotent: bool) -> None:
     """Hand ``jobs``' successes to the acker and let it write them."""
     for job in jobs:
         acker.add(outcomes.succeeded(job, None, 1000), idempotent=idempotent)
-    task = asyncio.create_task(acker.run())
-    try:
 
-        async def written() -> bool:
-            states = {(await store.get_job(job.id)).state for job in jobs}
-            return states == {"succeeded"}
+    async def written() -> bool:
+        return {(await store.get_job(job.id)).state for job in jobs} == {"succeeded"}
 
-        await async_wait_until(written, what="the batch to be written")
-    finally:
-        acker.stop()
-        await asyncio.wait_for(task, 10)
+    await run_acker(acker, written)
 
 
 async def test_a_batch_waits_for_company_only_while_outcomes_come_fast(store):

@@ -17,6 +17,7 @@ import pytest
 
 from taskq.store import Store
 from taskq.worker import Worker, WorkerConfig
+from taskq.worker.acker import Acker
 from tests.support.helpers import async_wait_until, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +64,17 @@ async def running_worker(
     finally:
         worker.request_stop("test over")
         worker.exit_code = await asyncio.wait_for(task, 60)
+
+
+async def run_acker(acker: Acker, until: Callable[[], Any]) -> None:
+    """Run ``acker`` until ``until`` (an async predicate) holds, then stop it and let it
+    write what is left."""
+    task = asyncio.create_task(acker.run())
+    try:
+        await async_wait_until(until, what="the acker's write")
+    finally:
+        acker.stop()
+        await asyncio.wait_for(task, 10)
 
 
 async def wait_for_states(
