@@ -5,6 +5,7 @@ one that came while its waiter was not waiting is kept for its next wait."""
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import psycopg
 
@@ -98,3 +99,26 @@ async def test_the_fetchers_wait_takes_the_reading_over(pg_target) -> None:
 async def _reading(listener, *, first: bool) -> bool:
     """Someone reads the connection; ``first``: a first waiter (none asks it to yield)."""
     return bool(listener._reading) and (not listener._yield) == first
+
+
+async def test_a_reading_wait_cancelled_leaves_no_task_behind(pg_target) -> None:
+    """The cancel watcher's wait, reading the connection (no fetcher waits), is cancelled
+    at shutdown: its step of psycopg's reading ends with it, nothing is left to fail
+    unretrieved when the connection closes ("Task exception was never retrieved")."""
+    loop = asyncio.get_running_loop()
+    unhandled: list[dict] = []
+    loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
+    try:
+        async with migrated_store(pg_target.dsn, pg_target.schema) as store:
+            listener = store._listener  # type: ignore[attr-defined]
+            cancels = asyncio.ensure_future(store.wait_for_cancels(30.0))
+            await async_wait_until(lambda: _reading(listener, first=False), what="it reading")
+            cancels.cancel()
+            await asyncio.gather(cancels, return_exceptions=True)
+            assert cancels.cancelled()
+        for _ in range(3):  # an unretrieved task's error is reported when it is collected
+            gc.collect()
+            await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(None)
+    assert [c.get("message") for c in unhandled] == []

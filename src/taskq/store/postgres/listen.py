@@ -173,9 +173,14 @@ class Listener:
         self._yield[conn] = handover
         while not mine.done():
             step = asyncio.ensure_future(anext(notifies))
-            await asyncio.sleep(0)  # a notification already in hand comes at once
-            if not step.done():
-                await asyncio.wait((step, handover), return_when=asyncio.FIRST_COMPLETED)
+            try:
+                await asyncio.sleep(0)  # a notification already in hand comes at once
+                if not step.done():
+                    await asyncio.wait((step, handover), return_when=asyncio.FIRST_COMPLETED)
+            except BaseException:  # cancelled (a shutdown): the step ends with this wait
+                step.cancel()
+                await asyncio.gather(step, return_exceptions=True)
+                raise
             if not step.done():  # a first waiter takes over: psycopg waits on the socket
                 step.cancel()
                 await asyncio.gather(step, return_exceptions=True)
