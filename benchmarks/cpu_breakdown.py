@@ -172,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                     "jobs_measured": jobs,
                     "jobs_per_s_measured": jobs / wall,
                     "jobs_per_s_with_startup": summary["jobs_per_s_with_startup"],
+                    "startup_ms": summary["startup_ms"],
                     "jobs_per_s_after_1s": summary["jobs_per_s_after_1s"],
                     "job_body_cpu_ms": sum(lines.cpu_us) / len(lines.cpu_us) / 1000.0,
                     "worker_cpu_ms_per_job": (after[0] - before[0]) * per_job,

@@ -15,6 +15,11 @@ A part (the fetcher, the consumers, the acker, the heartbeat...) is anything wit
     def stop(*, hurry=False) -> None  # ask run() to wind down; idempotent, never blocks;
                                     # hurry (a second signal): skip any grace that is left
 
+A part may also set ``start_early = True``: its start needs none of the parts before it
+and takes long (the CPU pool's processes import the actors), so ``Parts`` begins it
+together with the first part's and awaits it in its place; it runs and stops in its
+place as any other.
+
 ``Parts`` holds the ordered list. ``start`` starts them in order (a part that refuses
 stops the ones already started, in reverse, and the error goes up); each part's
 ``run`` is a task ``Parts`` owns; ``wait`` returns when a stop is asked for or a part
@@ -134,17 +139,40 @@ class Parts:
         return next(e.state for e in self._entries if e.part.name == name)
 
     async def start(self) -> None:
-        """Start every part in order; if one refuses, stop the started ones and re-raise."""
+        """Start every part in order (those that start early begun with the first); if
+        one refuses, stop the started ones and re-raise."""
+        early = {
+            id(e): asyncio.create_task(e.part.start(), name=f"taskq-{e.part.name}-start")
+            for e in self._entries
+            if getattr(e.part, "start_early", False)
+        }
         for entry in self._entries:
             entry.state = PartState.STARTING
             try:
-                await entry.part.start()
+                starting = early.pop(id(entry), None)
+                await (entry.part.start() if starting is None else starting)
             except BaseException:
                 entry.state = PartState.STOPPED
+                await self._started_early(early)
                 await self.stop()
                 raise
-            entry.task = asyncio.create_task(entry.part.run(), name=f"taskq-{entry.part.name}")
-            entry.state = PartState.RUNNING
+            self._run(entry)
+
+    def _run(self, entry: _Entry) -> None:
+        entry.task = asyncio.create_task(entry.part.run(), name=f"taskq-{entry.part.name}")
+        entry.state = PartState.RUNNING
+
+    async def _started_early(self, early: dict[int, asyncio.Task[None]]) -> None:
+        """A start failed: let the early starts not yet awaited finish (a start cut short
+        could leave what it began behind) and run the ones that started, so that ``stop``
+        stops them with the rest."""
+        if not early:
+            return
+        await asyncio.gather(*early.values(), return_exceptions=True)
+        for entry in self._entries:
+            task = early.get(id(entry))
+            if task is not None and not task.cancelled() and task.exception() is None:
+                self._run(entry)
 
     async def wait(self, stop: asyncio.Event) -> list[Ended]:
         """Until ``stop`` is set or a part's ``run`` ends; the parts that ended on their own."""

@@ -1,4 +1,5 @@
-"""``Parts``: start in order, stop in reverse, each once; a refused start; hurry; timeouts."""
+"""``Parts``: start in order, stop in reverse, each once; a refused start; hurry; timeouts;
+parts that start early."""
 
 from __future__ import annotations
 
@@ -130,3 +131,66 @@ async def test_stop_signal_sleep_is_cut_short():
 
 async def _now(value: bool) -> bool:
     return value
+
+
+class EarlyRecorder(Recorder):
+    """A part that starts early (``start_early``): its start is begun with the first part's."""
+
+    start_early = True
+
+    def __init__(self, name: str, journal: list[str], *, refuse: bool = False) -> None:
+        super().__init__(name, journal, refuse=refuse)
+        self.begun = asyncio.Event()
+
+    async def start(self) -> None:
+        self._journal.append(f"begin {self.name}")
+        self.begun.set()
+        await super().start()
+
+
+class WaitsFor(Recorder):
+    """A part whose start returns only once ``other`` has begun its start."""
+
+    def __init__(self, name: str, journal: list[str], other: EarlyRecorder) -> None:
+        super().__init__(name, journal)
+        self._other = other
+
+    async def start(self) -> None:
+        await asyncio.wait_for(self._other.begun.wait(), 5)  # not begun early: times out
+        await super().start()
+
+
+async def test_an_early_part_starts_with_the_first_and_runs_and_stops_in_its_place():
+    journal: list[str] = []
+    pool = EarlyRecorder("pool", journal)
+    stores = WaitsFor("stores", journal, pool)
+    parts = Parts([stores, Recorder("b", journal), pool, Recorder("c", journal)])
+    await parts.start()
+    assert journal == ["begin pool", "start pool", "start stores", "start b", "start c"]
+    assert parts.state("pool") is PartState.RUNNING
+    await parts.stop()
+    assert journal[5:] == ["stopped c", "stopped pool", "stopped b", "stopped stores"]
+
+
+async def test_a_refused_start_before_an_early_part_stops_it_too():
+    journal: list[str] = []
+    pool = EarlyRecorder("pool", journal)
+    bad = Recorder("bad", journal, refuse=True)
+    parts = Parts([Recorder("a", journal), bad, pool])
+    with pytest.raises(ConfigError, match="bad refuses"):
+        await parts.start()
+    assert sorted(journal[:3]) == ["begin pool", "start a", "start pool"]
+    assert journal[3:] == ["stopped pool", "stopped a"]  # started early: stopped in its place
+    assert pool.stops == [False] and parts.state("pool") is PartState.STOPPED
+
+
+async def test_an_early_part_that_refuses_raises_in_its_place():
+    journal: list[str] = []
+    pool = EarlyRecorder("pool", journal, refuse=True)
+    never = Recorder("never", journal)
+    parts = Parts([Recorder("a", journal), pool, never])
+    with pytest.raises(ConfigError, match="pool refuses"):
+        await parts.start()
+    assert sorted(journal[:2]) == ["begin pool", "start a"]
+    assert journal[2:] == ["stopped a"]
+    assert parts.state("never") is PartState.NEW and never.stops == []

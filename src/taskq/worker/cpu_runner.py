@@ -63,6 +63,7 @@ STOP_GRACE = 1.0  # seconds idle pool processes get to exit cleanly at shutdown
 class CpuRunner(Stoppable):
     name = "cpu-pool"
     stop_timeout = None  # the pool's stop is bounded by STOP_GRACE and its kill grace
+    start_early = True  # its processes start while the stores open (lifecycle.Parts)
 
     def __init__(self, config: WorkerConfig, *, needed: bool) -> None:
         self._config = config
