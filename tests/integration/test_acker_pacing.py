@@ -55,15 +55,15 @@ async def test_a_batch_waits_for_company_only_while_outcomes_come_fast(store):
     assert acker.linger_now() == LINGER  # a job that must not run twice: written at once
 
 
-async def test_a_firm_outcome_stops_the_wait_until_its_batch_is_written(store):
+async def test_a_non_idempotent_outcome_stops_the_wait_until_its_batch_is_written(store):
     worker = uuid7()
     await store.enqueue([spec(idempotent=False), spec(idempotent=True)])
-    firm, retry_safe = sorted(await claim_all(store, worker), key=lambda j: j.idempotent)
+    once_only, retry_safe = sorted(await claim_all(store, worker), key=lambda j: j.idempotent)
     acker = Acker(store, worker)
     acker.pace = 1000.0
-    await write_all(acker, store, [firm], idempotent=False)
+    await write_all(acker, store, [once_only], idempotent=False)
     acker.add(outcomes.succeeded(retry_safe, None, 1000), idempotent=True)
-    assert acker.linger_now() > LINGER  # the firm one went out: pacing again
+    assert acker.linger_now() > LINGER  # the once-only one went out: pacing again
 
 
 async def test_the_pace_is_measured_from_the_batches_written(store):

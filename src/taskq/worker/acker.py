@@ -84,7 +84,7 @@ class Acker:
         #: outcomes a second, over the last batches (0.0: none measured yet)
         self.pace = 0.0
         self._paced_since: float | None = None  # when the batch being gathered began
-        self._holds_firm = False  # an outcome of a non-idempotent job waits to be written
+        self._holds_non_idempotent = False  # a non-idempotent job's outcome waits to be written
         self._outcomes: list[Outcome] = []
         self._fanouts: list[Outcome] = []
         self._give_backs: list[tuple[UUID, int]] = []
@@ -111,13 +111,13 @@ class Acker:
         else:
             self._outcomes.append(outcome)
         if not idempotent:
-            self._holds_firm = True
+            self._holds_non_idempotent = True
         self._wake.set()
 
     def linger_now(self) -> float:
         """How long the batch in hand waits for company (see the module's docstring)."""
         wanted = PACED_BATCH - len(self._outcomes)
-        if self._holds_firm or wanted <= 0 or self.pace <= 0.0:
+        if self._holds_non_idempotent or wanted <= 0 or self.pace <= 0.0:
             return self.linger
         wait = wanted / self.pace
         if wait > self.max_linger:  # too slow to gather them: no company worth the wait
@@ -210,7 +210,7 @@ class Acker:
                 del self._outcomes[: len(outcomes)]
                 self._paced(len(outcomes))
                 if not self._outcomes:
-                    self._holds_firm = False
+                    self._holds_non_idempotent = False
                 fenced_out += len(outcomes) - changed
                 if changed == len(outcomes):
                     announce(outcomes)
