@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
+
+import pytest
 
 from taskq.ids import uuid7
-from taskq.jobs import Outcome, OutcomeKind
+from taskq.jobs import Limits, Outcome, OutcomeKind
 from tests.support.conformance_kit import LEASE, claim_all, future, past
 from tests.support.storekit import another_store, spec
 
@@ -37,6 +40,27 @@ async def test_claim_marks_running_with_attempt_worker_and_lease(store):
     assert job.started_at is not None
     lease_left = (job.lease_expires_at - await store.now()).total_seconds()
     assert 30 < lease_left <= 45.5
+
+
+@pytest.mark.parametrize("path", ["plain", "limited"])
+async def test_every_column_of_a_claimed_run_comes_back(store, path):
+    """Each field of a claimed run lands where it belongs, by the plain claim and by the
+    claim under limits (their statements are separate on both stores)."""
+    w = uuid7()
+    s = replace(
+        spec("tests.cols", "cols", args=["a"], kwargs={"k": 2}, max_attempts=7, max_crashes=4),
+        meta_json='{"m": 1}',
+    )
+    await store.enqueue([s])
+    if path == "limited":
+        await store.set_limits("queue", "cols", Limits(concurrency=5))
+    (c,) = await claim_all(store, w, queues=["cols"])
+    assert (c.id, c.actor, c.queue) == (s.id, "tests.cols", "cols")
+    assert (json.loads(c.args_json), json.loads(c.kwargs_json)) == (["a"], {"k": 2})
+    assert (c.attempt, c.max_attempts, c.crash_count, c.max_crashes) == (1, 7, 0, 4)
+    assert (c.idempotent, c.snooze_count, c.run_alone) == (False, 0, False)
+    assert json.loads(c.meta_json or "null") == {"m": 1}
+    assert (c.workflow_id, c.step, c.upstream) == (None, None, ())
 
 
 async def test_claim_respects_limit_queues_and_excluded_actors(store):
