@@ -142,14 +142,14 @@ class Parts:
         """Start every part in order (those that start early begun with the first); if
         one refuses, stop the started ones and re-raise."""
         early = {
-            id(e): asyncio.create_task(e.part.start(), name=f"taskq-{e.part.name}-start")
+            e: asyncio.create_task(e.part.start(), name=f"taskq-{e.part.name}-start")
             for e in self._entries
             if getattr(e.part, "start_early", False)
         }
         for entry in self._entries:
             entry.state = PartState.STARTING
             try:
-                starting = early.pop(id(entry), None)
+                starting = early.pop(entry, None)
                 await (entry.part.start() if starting is None else starting)
             except BaseException:
                 entry.state = PartState.STOPPED
@@ -162,16 +162,13 @@ class Parts:
         entry.task = asyncio.create_task(entry.part.run(), name=f"taskq-{entry.part.name}")
         entry.state = PartState.RUNNING
 
-    async def _started_early(self, early: dict[int, asyncio.Task[None]]) -> None:
+    async def _started_early(self, early: dict[_Entry, asyncio.Task[None]]) -> None:
         """A start failed: let the early starts not yet awaited finish (a start cut short
         could leave what it began behind) and run the ones that started, so that ``stop``
         stops them with the rest."""
-        if not early:
-            return
         await asyncio.gather(*early.values(), return_exceptions=True)
-        for entry in self._entries:
-            task = early.get(id(entry))
-            if task is not None and not task.cancelled() and task.exception() is None:
+        for entry, task in early.items():  # in the parts' order
+            if not task.cancelled() and task.exception() is None:
                 self._run(entry)
 
     async def wait(self, stop: asyncio.Event) -> list[Ended]:
