@@ -72,18 +72,16 @@ class Acker:
         *,
         max_batch: int = 200,
         linger: float = LINGER,
-        max_linger: float = MAX_LINGER,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
         self._worker_id = worker_id
         self.max_batch = max_batch
         self.linger = linger
-        self.max_linger = max_linger
         self._clock = clock
         #: outcomes a second, over the last batches (0.0: none measured yet)
         self.pace = 0.0
-        self._paced_since: float | None = None  # when the batch being gathered began
+        self._last_write: float | None = None  # when the last batch went out (the clock's)
         self._holds_non_idempotent = False  # a non-idempotent job's outcome waits to be written
         self._outcomes: list[Outcome] = []
         self._fanouts: list[Outcome] = []
@@ -120,14 +118,14 @@ class Acker:
         if self._holds_non_idempotent or wanted <= 0 or self.pace <= 0.0:
             return self.linger
         wait = wanted / self.pace
-        if wait > self.max_linger:  # too slow to gather them: no company worth the wait
+        if wait > MAX_LINGER:  # too slow to gather them: no company worth the wait
             return self.linger
         return max(wait, self.linger)
 
     def _paced(self, written: int) -> None:
         """A batch of ``written`` outcomes went out: the pace they came at since the last."""
         now = self._clock()
-        since, self._paced_since = self._paced_since, now
+        since, self._last_write = self._last_write, now
         if since is None or now <= since:
             return
         pace = written / (now - since)
