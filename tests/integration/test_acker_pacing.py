@@ -11,16 +11,9 @@ from taskq.ids import uuid7
 from taskq.worker import outcomes
 from taskq.worker.acker import LINGER, MAX_LINGER, PACED_BATCH, Acker
 from tests.support.conformance_kit import claim_all
+from tests.support.helpers import FakeClock
 from tests.support.storekit import spec
 from tests.support.worker_harness import run_acker
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def write_all(acker: Acker, store, jobs, *, idempotent: bool) -> None:
@@ -70,11 +63,11 @@ async def test_the_pace_is_measured_from_the_batches_written(store):
     worker = uuid7()
     await store.enqueue([spec(idempotent=True) for _ in range(30)])
     jobs = await claim_all(store, worker)
-    clock = Clock()
+    clock = FakeClock(100.0)
     acker = Acker(store, worker, clock=clock)
     await write_all(acker, store, jobs[:10], idempotent=True)
     assert acker.pace == 0.0  # the first batch only starts the measure
 
-    clock.now += 0.010  # 20 outcomes in 10 ms
+    clock.advance(0.010)  # 20 outcomes in 10 ms
     await write_all(acker, store, jobs[10:], idempotent=True)
     assert acker.pace == pytest.approx(2000.0)

@@ -16,6 +16,7 @@ from taskq.exceptions import BreakerOpen, JobCancelled, ProcessDied
 from taskq.procpool import BreakerState, ProcessPool
 from taskq.procpool.breaker import Admission, Breaker
 from tests.support import procpool_actors
+from tests.support.helpers import FakeClock
 from tests.support.procpool_support import (
     assert_no_process_left,
     capture_taskq_logs,
@@ -29,17 +30,6 @@ from tests.support.procpool_support import (
 
 THRESHOLD, WINDOW, COOLDOWN = 2, 60.0, 30.0
 CPU_ACTORS = [actor.name for actor in procpool_actors.registry if actor.cpu_bound]
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 500.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def breaker_pool(tmp_path: Path, clock: FakeClock, **options: object) -> ProcessPool:
@@ -64,7 +54,7 @@ async def crash(pool: ProcessPool) -> ProcessDied:
 
 
 def test_more_than_threshold_breaks_in_the_window_open_it_not_one_before() -> None:
-    clock = FakeClock()
+    clock = FakeClock(500.0)
     breaker = Breaker(threshold=3, window=10.0, cooldown=5.0, clock=clock)
     assert [breaker.record_break() for _ in range(3)] == [False, False, False]
     assert breaker.state is BreakerState.CLOSED
@@ -73,7 +63,7 @@ def test_more_than_threshold_breaks_in_the_window_open_it_not_one_before() -> No
 
 
 def test_breaks_older_than_the_window_do_not_count() -> None:
-    clock = FakeClock()
+    clock = FakeClock(500.0)
     breaker = Breaker(threshold=1, window=10.0, cooldown=5.0, clock=clock)
     breaker.record_break()
     clock.advance(10.5)
@@ -82,7 +72,7 @@ def test_breaks_older_than_the_window_do_not_count() -> None:
 
 
 def test_half_open_admits_exactly_one_probe() -> None:
-    clock = FakeClock()
+    clock = FakeClock(500.0)
     breaker = Breaker(threshold=0, window=10.0, cooldown=5.0, clock=clock)
     breaker.record_break()
     assert breaker.admit() is Admission.REFUSED
@@ -98,7 +88,7 @@ def test_half_open_admits_exactly_one_probe() -> None:
 
 
 def test_a_break_during_the_probe_reopens_for_a_fresh_cooldown() -> None:
-    clock = FakeClock()
+    clock = FakeClock(500.0)
     breaker = Breaker(threshold=0, window=10.0, cooldown=5.0, clock=clock)
     breaker.record_break()
     clock.advance(6.0)
@@ -118,7 +108,7 @@ async def test_breaker_opens_then_half_opens_then_closes_on_a_good_probe(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     capture_taskq_logs(caplog)
-    clock = FakeClock()
+    clock = FakeClock(500.0)
     gauge_before = gauge("taskq_process_pool_breaker_open")
     pool = breaker_pool(tmp_path, clock)
     running = await started(pool)
@@ -162,7 +152,7 @@ async def test_a_failed_probe_reopens_the_breaker(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     capture_taskq_logs(caplog)
-    clock = FakeClock()
+    clock = FakeClock(500.0)
     pool = breaker_pool(tmp_path, clock)
     running = await started(pool)
     try:
@@ -188,7 +178,7 @@ async def test_a_failing_initializer_trips_the_breaker_instead_of_spinning(
 ) -> None:
     capture_taskq_logs(caplog)
     (tmp_path / "init-always-raise").touch()
-    clock = FakeClock()
+    clock = FakeClock(500.0)
     pool = breaker_pool(tmp_path, clock)
     running = await started(pool)  # returns: it does not wait for a process that cannot start
     try:
@@ -230,7 +220,7 @@ async def test_a_cancelled_probe_leaves_the_breaker_half_open_for_the_next_probe
     tmp_path: Path,
 ) -> None:
     """A cancel is no verdict on the pool: the probe is abandoned, not failed."""
-    clock = FakeClock()
+    clock = FakeClock(500.0)
     pool = breaker_pool(tmp_path, clock)
     running = await started(pool)
     try:

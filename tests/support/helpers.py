@@ -1,7 +1,8 @@
 """Waiting without sleeping blind: poll a condition until a deadline, then say what failed.
 And ``claimed_job()``: a job as a worker part receives it, for tests that need no store;
 ``start_script()``: a Python script in its own process (a producer racing others);
-``migrated_store()`` / ``migrate()``: a store on a schema, migrated."""
+``migrated_store()`` / ``migrate()``: a store on a schema, migrated; ``FakeClock``: a
+monotonic clock that moves only when told."""
 
 from __future__ import annotations
 
@@ -18,6 +19,19 @@ from taskq.jobs import ClaimedJob
 from taskq.store import Store, create_store
 
 T = TypeVar("T")
+
+
+class FakeClock:
+    """A ``time.monotonic`` stand-in for a part that takes a ``clock``: ``advance`` moves it."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
 def wait_until(

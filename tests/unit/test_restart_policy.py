@@ -9,17 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from taskq.restart import Recovered, RestartPolicy
-
-
-class FakeClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+from tests.support.helpers import FakeClock
 
 
 def always(value: float):
