@@ -221,6 +221,10 @@ class Integer(Kind):
         value = integer(text)
         if value < self.minimum:
             raise argparse.ArgumentTypeError(f"expected an integer >= {self.minimum}, got {value}")
+        if self.maximum is not None and value > self.maximum:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer between {self.minimum} and {self.maximum}, got {value}"
+            )
         return value
 
     def load(self, value: Any) -> int:

@@ -136,6 +136,10 @@ def test_workers_json_is_a_list(migrated: StoreTarget) -> None:
         ),
         (["enqueue", "a", "--queue", "default", "--delay", "soon"], "expected a number of seconds"),
         (["jobs", "list", "--limit", "0"], "expected an integer >= 1"),
+        (
+            ["worker", "--actors", "m:r", "--cpu-nice", "20"],
+            "expected an integer between 0 and 19, got 20",
+        ),
         (["jobs", "list", "--state", "exploded"], "invalid choice"),
         (["frobnicate"], "invalid choice"),
     ],

@@ -630,6 +630,29 @@ async def test_fork_is_refused_and_a_bad_registry_is_named_at_start(tmp_path: Pa
     assert_no_process_left()  # a refused start leaves nothing to stop
 
 
+async def test_nice_puts_every_process_below_its_owner_replacements_too(tmp_path: Path) -> None:
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    pool = make_pool(tmp_path, size=2, nice=7)
+    running = await started(pool)
+    try:
+        assert {os.getpriority(os.PRIO_PROCESS, pid) for pid in pool.pids} == {min(own + 7, 19)}
+        reply = json.loads(await pool.submit("niceness", "[]", "{}"))
+        assert reply["nice"] == min(own + 7, 19)  # the job runs at it, not only the process
+        with pytest.raises(ProcessDied):
+            await pool.submit("fail_in_job", '["os_exit"]', "{}")
+        await until(lambda: pool.processes_ready == 2 and pool.generation == 3, what="a new one")
+        assert {os.getpriority(os.PRIO_PROCESS, pid) for pid in pool.pids} == {min(own + 7, 19)}
+    finally:
+        await running.stop()
+    assert_no_process_left()
+
+
+def test_nice_outside_0_to_19_is_refused_before_any_process_starts() -> None:
+    for bad in (-1, 20, True, 1.5):
+        with pytest.raises(ConfigError, match="nice must be an integer 0-19"):
+            ProcessPool(REGISTRY_REF, nice=bad)  # type: ignore[arg-type]
+
+
 async def test_spawn_works_too(tmp_path: Path) -> None:
     pool = make_pool(tmp_path, size=1, start_method="spawn")
     running = await started(pool)

@@ -7,6 +7,7 @@ causes and the bystanders' clean records.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from taskq import AsyncClient
@@ -69,6 +70,21 @@ async def test_an_oversized_cpu_result_is_dropped_and_the_job_is_not_re_run(targ
     assert by_id[big].last_error.startswith("result dropped: ")
     assert "over the limit of 4096" in by_id[big].last_error, by_id[big].last_error
     assert by_id[small].state == "succeeded" and len(by_id[small].result) == 100
+    assert_no_process_left()
+
+
+async def test_the_pool_processes_run_cpu_nice_steps_below_the_worker(target, store):
+    """``cpu_nice`` (10 by default) reaches the pool: its jobs run that much nicer than
+    the worker, so a saturated pool leaves the cores to the worker's loop first."""
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    async with AsyncClient(store=store) as client:
+        for overrides, expected in (({}, min(own + 10, 19)), ({"cpu_nice": 0}, own)):
+            job = await client.enqueue(actors.niceness)
+            async with running_worker(
+                target, actors=ACTORS, cpu_workers=1, max_concurrency=2, **overrides
+            ):
+                [done] = await wait_for_states(store, [job], {"succeeded"}, timeout=60)
+            assert done.result["nice"] == expected, (overrides, done.result)
     assert_no_process_left()
 
 

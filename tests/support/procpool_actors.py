@@ -115,6 +115,12 @@ def whoami() -> dict[str, int | None]:
 
 
 @registry.actor(cpu_bound=True)
+def niceness() -> dict[str, int]:
+    """This process's pid and its nice value."""
+    return {"pid": os.getpid(), "nice": os.getpriority(os.PRIO_PROCESS, 0)}
+
+
+@registry.actor(cpu_bound=True)
 def add(a: int, b: int) -> int:
     return a + b
 

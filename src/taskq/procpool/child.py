@@ -150,11 +150,18 @@ def _serve(conn: Connection, registry: Registry, job: Run) -> None:
 
 
 def main(
-    conn: Connection, registry_ref: str, sys_path: list[str], env: dict[str, str], owner_pid: int
+    conn: Connection,
+    registry_ref: str,
+    sys_path: list[str],
+    env: dict[str, str],
+    owner_pid: int,
+    nice: int = 0,
 ) -> None:
     """Entry point of a pool process (the ``multiprocessing.Process`` target)."""
     _die_with_owner(owner_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the worker to handle
+    if nice:  # below the worker that owns it (the fork server runs at the worker's)
+        os.nice(nice)
     os.environ.update(env)
     for entry in reversed(sys_path):
         if entry not in sys.path:

@@ -30,6 +30,9 @@ class PoolConfig:
     max_memory_per_child_mib: int | None = None  # None or 0: never recycle by RSS
     max_payload_bytes: int = MAX_PAYLOAD_BYTES
     start_method: str = "forkserver"
+    #: niceness the processes add to the worker's (0-19): they yield the cores to the
+    #: worker's event loop, its heartbeats and I/O jobs (docs/cpu-bound.md, "Priority")
+    nice: int = 0
     breaker_threshold: int = 5
     breaker_window: float = 60.0
     breaker_cooldown: float = 30.0
@@ -50,6 +53,9 @@ class PoolConfig:
                 f"{self.start_method!r} (never fork: the worker has threads and "
                 "database connections)"
             )
+        nice = self.nice
+        if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= 19:
+            raise ConfigError(f"process pool nice must be an integer 0-19, got {self.nice!r}")
         size = os.cpu_count() or 1 if self.size is None else self.size
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise ConfigError(f"process pool size must be an integer >= 1, got {size!r}")

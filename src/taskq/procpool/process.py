@@ -40,11 +40,12 @@ def spawn(
     registry_ref: str,
     sys_path: list[str],
     env: Mapping[str, str],
+    nice: int = 0,
 ) -> tuple[BaseProcess, Connection]:
     parent_end, child_end = ctx.Pipe(duplex=True)
     process = ctx.Process(
         target=child.main,
-        args=(child_end, registry_ref, sys_path, dict(env), os.getpid()),
+        args=(child_end, registry_ref, sys_path, dict(env), os.getpid(), nice),
         name="taskq-procpool",
         daemon=True,
     )

@@ -270,7 +270,13 @@ class SlotSupervisor:
         slot.generation += 1
         sys_path = [p for p in sys.path if isinstance(p, str)]
         spawned, conn = await loop.run_in_executor(
-            self._executor, process.spawn, self._ctx, config.registry_ref, sys_path, config.env
+            self._executor,
+            process.spawn,
+            self._ctx,
+            config.registry_ref,
+            sys_path,
+            config.env,
+            config.nice,
         )
         slot.process, slot.conn, slot.pid = spawned, conn, spawned.pid
         metrics.process_pool_processes_alive.inc()

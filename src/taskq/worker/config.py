@@ -167,6 +167,13 @@ class WorkerConfig:
         "actor, or at the first cpu_bound job)",
         shown="cores",
     )
+    cpu_nice: int = option(
+        10,
+        Integer(minimum=0, maximum=19),
+        "niceness the CPU pool processes add to the worker's: while they saturate the cores, "
+        "the worker's event loop (heartbeats, claims, other actors' jobs) runs first "
+        "(0: they compete equally)",
+    )
     cpu_max_tasks_per_child: int | None = option(
         MAX_TASKS_PER_CHILD, _COUNT, "a CPU pool process is replaced after N jobs"
     )

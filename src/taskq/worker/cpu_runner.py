@@ -106,6 +106,7 @@ class CpuRunner(Stoppable):
             # one result rule for every runner (outcomes.result_dropped)
             max_result_bytes=self._config.result_max_bytes,
             stop_grace=STOP_GRACE,
+            nice=self._config.cpu_nice,
         )
 
     @property
