@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from taskq import AsyncClient
+from taskq.store.postgres import PostgresStore
+from tests.conftest import StoreTarget
 from tests.support import procpool_actors as actors
 from tests.support import worker_cpu_actors as mixed
+from tests.support.helpers import migrated_store
 from tests.support.procpool_support import assert_no_process_left
 from tests.support.worker_harness import running_worker, wait_for_states
 
@@ -113,6 +119,51 @@ async def test_io_jobs_pass_a_cpu_backlog_that_saturates_the_pool(target, store,
             release.touch()
             finished = await wait_for_states(store, backlog, {"succeeded"}, timeout=60)
     assert all(job.attempts == 1 and job.crash_count == 0 for job in finished)
+    assert_no_process_left()
+
+
+async def test_a_saturated_mixed_worker_claims_past_its_cpu_backlog_only_for_news(
+    pg_target: StoreTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the pool works a cpu backlog off, every top-up of the cpu share used to be
+    followed by a claim with the cpu actors left out, which on Postgres reads past the
+    whole backlog to find nothing. Such a claim now waits for news (a job's notification,
+    the poll). The real store's claims, counted: top-ups many, claims past the backlog a
+    handful; an async job enqueued mid-backlog is still claimed past it at once (it starts
+    while most of the backlog waits)."""
+    claims: list[bool] = []  # each claim: were the cpu actors left out?
+    real_claim = PostgresStore.claim
+
+    async def counted(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
+        left_out = kwargs.get("exclude_actors", args[4] if len(args) > 4 else ())
+        claims.append("cpu_nap" in left_out)
+        return await real_claim(self, *args, **kwargs)
+
+    monkeypatch.setattr(PostgresStore, "claim", counted)
+    async with migrated_store(pg_target.dsn, pg_target.schema) as store:
+        async with AsyncClient(store=store) as client:
+            backlog = await client.enqueue_many(mixed.cpu_nap, [((20,), {}) for _ in range(150)])
+            async with running_worker(
+                pg_target,
+                actors="tests.support.worker_cpu_actors:registry",
+                cpu_workers=2,
+                max_concurrency=10,
+                poll_interval=30.0,
+            ):
+                await wait_for_states(store, backlog[:20], {"succeeded"}, timeout=60)
+                top_ups_before = claims.count(False)
+                io_job = await client.enqueue(mixed.ping, "past the backlog")
+                [done] = await wait_for_states(store, [io_job], {"succeeded"}, timeout=60)
+                left = [(await client.get(job_id)).state for job_id in backlog]
+                finished = await wait_for_states(store, backlog, {"succeeded"}, timeout=120)
+    assert done.result == "past the backlog"
+    assert left.count("queued") >= 50, left  # it went past the backlog, not after it
+    assert len(finished) == 150
+    top_ups, past_backlog = claims.count(False), claims.count(True)
+    assert top_ups >= 20 and top_ups > top_ups_before, claims  # the share was topped up often
+    # the first claim, the async job's notification and its follow-up (each at most
+    # twice: a claim that came back full goes on): never one a top-up
+    assert past_backlog <= 6, (past_backlog, top_ups)
     assert_no_process_left()
 
 

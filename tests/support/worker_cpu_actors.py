@@ -39,6 +39,12 @@ def cpu_raises(key: str) -> None:
 
 
 @registry.actor(cpu_bound=True, idempotent=True)
+def cpu_nap(ms: float) -> None:
+    """Keep a pool process busy for ``ms`` milliseconds."""
+    time.sleep(ms / 1000.0)
+
+
+@registry.actor(cpu_bound=True, idempotent=True)
 def cpu_hold(release: str) -> str:
     """Keep a pool process busy until the file ``release`` exists (at most 60 s)."""
     deadline = time.monotonic() + 60.0

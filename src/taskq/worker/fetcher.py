@@ -11,7 +11,10 @@ In a worker whose actors are not all ``cpu_bound``, the cpu jobs are bounded amo
 claimed ones (``buffer.CpuShare``): at its mark the cpu actors are left out of the claims,
 so the other actors' jobs still find consumers while the pool is saturated; when the pool
 has worked its share down, a nudge ends the fetcher's wait for new jobs and it claims
-again.
+again. A claim with the cpu actors left out reads past the whole cpu backlog (on
+Postgres, every queued job of theirs ahead in claim order): it is made only for news (a
+notification since the last claim that took all it saw, or a claim that came back full)
+or once a poll interval, never just because a top-up of the share came back full.
 
 The fetcher is the first part to stop. It is not cancelled in the middle of a claim (a
 claim that committed but was never received would leave jobs running under this worker
@@ -109,6 +112,11 @@ class Fetcher(Stoppable):
         buffer = self._buffer
         cpu = buffer.cpu
         woken = False  # just back from waiting for jobs: every consumer is idle
+        # a job may be due that no claim has seen: the last claim came back full, or a
+        # wait ended for news (a notification, the poll) rather than the pool's nudge
+        news = True
+        loop = asyncio.get_running_loop()
+        seen_all = loop.time()  # when the last claim that came back short began
         while not self._stopped:
             if not buffer.may_claim:
                 await self._until(buffer.wait_for_room(), timeout=self._poll_interval)
@@ -123,9 +131,14 @@ class Fetcher(Stoppable):
             if cpu is not None:
                 self._nudged.clear()  # this claim sees the share as it is now
                 if cpu.full:
+                    quiet = self._poll_interval - (loop.time() - seen_all)
+                    if not news and quiet > 0:  # the others' jobs were all taken: wait
+                        news = await self._wait_for_jobs(quiet)
+                        continue
                     excluded = [*excluded, *cpu.actors]
                 else:
                     limit = cpu.room(limit)
+            began = loop.time()
             try:
                 claim = await self._store.claim(
                     self._worker_id, self._queues, limit, self._lease, excluded
@@ -142,27 +155,43 @@ class Fetcher(Stoppable):
                 metrics.jobs_claimed.inc(len(jobs))
                 buffer.put_many(jobs)
             woken = len(jobs) < limit
-            if woken:
+            if woken:  # this claim saw every due job it could take
+                seen_all = began
                 if jobs:
                     await asyncio.sleep(0)  # the consumers start these before the wait is set up
-                await self._wait_for_jobs()
+                news = await self._wait_for_jobs(self._poll_interval)
 
-    async def _wait_for_jobs(self) -> None:
-        waiting = self._wakeups.wait_for_jobs(self._queues, self._poll_interval)
+    async def _wait_for_jobs(self, timeout: float) -> bool:
+        """Until news of jobs, ``timeout`` (the poll: a delayed job may be due), or (a
+        mixed worker) the pool's nudge. False only for the nudge alone: the pool has room
+        for cpu jobs again and nothing says the other actors have a new job since the
+        last claim that took all it saw; a mixed worker whose pool is saturated then
+        claims no more with the cpu actors left out until news or the poll (such a claim
+        reads past the whole cpu backlog, to find nothing)."""
+        waiting = self._wakeups.wait_for_jobs(self._queues, timeout)
         try:
-            await self._until(
-                waiting if self._buffer.cpu is None else self._jobs_or_room(waiting),
-                timeout=self._poll_interval + 1.0,
-            )
+            if self._buffer.cpu is None:
+                await self._until(waiting, timeout=timeout + 1.0)
+                return True
+            nudged_only = False
+
+            async def jobs_or_room() -> None:
+                nonlocal nudged_only
+                nudged_only = await self._jobs_or_room(waiting)
+
+            await self._until(jobs_or_room(), timeout=timeout + 1.0)
+            return not nudged_only
         except StoreError as exc:
             await self._until(asyncio.sleep(self._backoff.failed(exc)))
+            return True
 
-    async def _jobs_or_room(self, waiting: Coroutine[Any, Any, Any]) -> None:
+    async def _jobs_or_room(self, waiting: Coroutine[Any, Any, Any]) -> bool:
         """Until new jobs (``waiting``) or the pool's room for cpu jobs (a nudge: the
-        claims left them out), whichever comes first. Both tasks end here."""
+        claims left them out), whichever comes first; True when it was the nudge alone.
+        Both tasks end here."""
         if self._nudged.is_set():  # the pool made room while the last claim ran
             waiting.close()
-            return
+            return True
         jobs = asyncio.ensure_future(waiting)
         room = asyncio.ensure_future(self._nudged.wait())
         try:
@@ -174,6 +203,7 @@ class Fetcher(Stoppable):
         failed = jobs.exception() if jobs.done() and not jobs.cancelled() else None
         if failed is not None:
             raise failed  # a StoreError: the caller backs off
+        return not (jobs.done() and not jobs.cancelled())
 
     async def _until(
         self, awaitable: Coroutine[Any, Any, Any], timeout: float | None = None
