@@ -94,6 +94,20 @@ async def test_the_pool_processes_run_cpu_nice_steps_below_the_worker(target, st
     assert_no_process_left()
 
 
+async def test_without_max_concurrency_a_cpu_worker_gets_consumers_for_its_pool(target, store):
+    """Four processes, no --max-concurrency: 2 x 4 + 2 + 4 consumers (two jobs a process,
+    two more, a claim of four), and its jobs run."""
+    async with AsyncClient(store=store) as client:
+        jobs = await client.enqueue_many(actors.add, [((i, 1), {}) for i in range(12)])
+        async with running_worker(
+            target, actors=ACTORS, cpu_workers=4, max_concurrency=None
+        ) as worker:
+            done = await wait_for_states(store, jobs, {"succeeded"}, timeout=60)
+            assert worker.concurrency == 14
+    assert sorted(job.result for job in done) == list(range(1, 13))
+    assert_no_process_left()
+
+
 async def test_io_jobs_pass_a_cpu_backlog_that_saturates_the_pool(target, store, tmp_path: Path):
     """Mixed work: a worker with cpu_bound and async actors. Twenty held cpu jobs queued
     first, an async job after them: the async job runs while the backlog still waits (the

@@ -32,6 +32,9 @@ no share: every consumer may hold one, and it claims in batches (``refill_at``, 
 two more), then as many as the consumers take. One claim a job (a claim per freed
 consumer) cost the worker ~0.13 ms of CPU a job, a third of its own, and Postgres as
 much; the pool never waits for a claim while two jobs a process and two more are in hand.
+Its default consumers (``config.default_concurrency``) leave room for claims of
+``CPU_BATCH`` or N jobs above that mark, and a mixed worker's default gives the cpu share
+its 3 x N: so a pool of many processes (8, 32) is fed without ``--max-concurrency``.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ _SMOOTHING = 0.2  # weight of the newest duration in the moving average
 CPU_SHARE = 3  # x pool processes: cpu jobs claimed at most (running, piped, waiting)
 CPU_LOW = 1  # x pool processes: claim cpu jobs again at this many (one running each)
 CPU_REFILL = 2  # x pool processes (+ 2): a worker of cpu actors only claims at this many
+CPU_BATCH = 4  # jobs a claim of a worker of cpu actors only takes at least (its default)
 
 
 def cpu_refill(processes: int, limit: int) -> int | None:

@@ -8,7 +8,8 @@ from it (``taskq.options``), and ``WorkerConfig.validate`` is the one check they
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+import os
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from uuid import UUID
@@ -28,9 +29,10 @@ from ..kinds import (
 )
 from ..options import flag, option, required
 from ..procpool.limits import MAX_PAYLOAD_BYTES, MAX_TASKS_PER_CHILD
+from .buffer import CPU_BATCH, CPU_REFILL, CPU_SHARE
 
 if TYPE_CHECKING:
-    from ..registry import Registry
+    from ..registry import AnyActor
 
 #: ``--max-concurrency`` when not given: consumers of a registry whose actors are all
 #: ``async`` (an idle consumer is one coroutine waiting on a queue: it costs nothing, and
@@ -40,11 +42,24 @@ DEFAULT_ASYNC_CONCURRENCY = 64
 DEFAULT_CONCURRENCY = 10
 
 
-def default_concurrency(registry: Registry) -> int:
-    """What ``max_concurrency=None`` means for this registry."""
-    if all(actor.is_async and not actor.cpu_bound for actor in registry):
+def default_concurrency(actors: Iterable[AnyActor], processes: int | None = None) -> int:
+    """What ``max_concurrency=None`` means for a worker of ``actors`` (its registry's) whose
+    CPU pool has ``processes`` (default ``os.cpu_count()``). With
+    ``cpu_bound`` actors it grows with the pool, so a pool of many processes is fed
+    (``buffer.py``): ``cpu_bound`` actors only, ``CPU_REFILL`` x N + 2 (running, piped,
+    two more) plus a claim of at least ``CPU_BATCH`` (N on a larger pool); beside other
+    actors, twice the cpu share (``CPU_SHARE`` x N), as the share is at most half the
+    consumers. Never below ``DEFAULT_CONCURRENCY``."""
+    actors = list(actors)
+    if all(actor.is_async and not actor.cpu_bound for actor in actors):
         return DEFAULT_ASYNC_CONCURRENCY
-    return DEFAULT_CONCURRENCY
+    cpu = sum(1 for actor in actors if actor.cpu_bound)
+    if not cpu:
+        return DEFAULT_CONCURRENCY
+    n = processes or os.cpu_count() or 1
+    if cpu == len(actors):
+        return max(DEFAULT_CONCURRENCY, CPU_REFILL * n + 2 + max(CPU_BATCH, n))
+    return max(DEFAULT_CONCURRENCY, 2 * CPU_SHARE * n)
 
 
 #: ``taskq workers --stale-after`` and a workgroup child's ``[workers.health] stale_after``:
@@ -81,7 +96,8 @@ class WorkerConfig:
         None,
         _COUNT,
         "consumer tasks: jobs running at once",
-        shown=f"{DEFAULT_ASYNC_CONCURRENCY} when every actor is async, else {DEFAULT_CONCURRENCY}",
+        shown=f"{DEFAULT_ASYNC_CONCURRENCY} when every actor is async, else {DEFAULT_CONCURRENCY}; "
+        "more for a large CPU pool",
     )
     poll_interval: float = option(
         1.0, _POSITIVE, "seconds between claims when idle (LISTEN/NOTIFY wakes it sooner)"
@@ -215,6 +231,11 @@ class WorkerConfig:
         "Postgres with autovacuum off for the jobs table: VACUUM it after each prune pass "
         "(docs/operating.md)",
     )
+
+    @property
+    def cpu_processes(self) -> int:
+        """Processes in the CPU pool: ``cpu_workers``, or one a core."""
+        return self.cpu_workers or os.cpu_count() or 1
 
     def problems(
         self, name: Callable[[str], str] = flag, only: Collection[str] | None = None

@@ -232,8 +232,10 @@ class Worker:
         if not len(registry):
             raise ConfigError(f"the registry {config.actors!r} has no actors")
         middleware = self._middleware + load_middleware(config.middleware)
-        self.concurrency = config.max_concurrency or default_concurrency(registry)
         self.queues = list(config.queues) or sorted(registry.queues)
+        self.concurrency = config.max_concurrency or default_concurrency(
+            registry, config.cpu_processes
+        )
         idle = sorted(set(self.queues) - registry.queues)
         if idle:
             log.event(
@@ -314,7 +316,7 @@ class Worker:
             upstream=store.upstream_results,
         )
         share, refill_at = None, None
-        processes = config.cpu_workers or os.cpu_count() or 1
+        processes = config.cpu_processes
         if cpu_actors and len(cpu_actors) < len(consumed):  # cpu and other actors: a share
             share = CpuShare(cpu_actors, processes, self.concurrency)
         elif cpu_actors:  # cpu actors only: claims in batches
