@@ -97,7 +97,7 @@ class WorkerConfig:
         _COUNT,
         "consumer tasks: jobs running at once",
         shown=f"{DEFAULT_ASYNC_CONCURRENCY} when every actor is async, else {DEFAULT_CONCURRENCY}; "
-        "more for a large CPU pool",
+        "more with cpu_bound actors, by the pool's size",
     )
     poll_interval: float = option(
         1.0, _POSITIVE, "seconds between claims when idle (LISTEN/NOTIFY wakes it sooner)"
