@@ -40,7 +40,7 @@ def spawn(
     registry_ref: str,
     sys_path: list[str],
     env: Mapping[str, str],
-    nice: int = 0,
+    nice: int,
 ) -> tuple[BaseProcess, Connection]:
     parent_end, child_end = ctx.Pipe(duplex=True)
     process = ctx.Process(

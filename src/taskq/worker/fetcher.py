@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from .. import metrics
@@ -43,6 +43,8 @@ from .buffer import JobBuffer
 from .outage import StoreBackoff
 
 log = get_logger(__name__)
+
+T = TypeVar("T")
 
 MAX_BATCH = 1000
 BACKLOG_PAUSE = 0.05
@@ -173,14 +175,8 @@ class Fetcher(Stoppable):
             if self._buffer.cpu is None:
                 await self._until(waiting, timeout=timeout + 1.0)
                 return True
-            nudged_only = False
-
-            async def jobs_or_room() -> None:
-                nonlocal nudged_only
-                nudged_only = await self._jobs_or_room(waiting)
-
-            await self._until(jobs_or_room(), timeout=timeout + 1.0)
-            return not nudged_only
+            nudged_only = await self._until(self._jobs_or_room(waiting), timeout=timeout + 1.0)
+            return nudged_only is not True
         except StoreError as exc:
             await self._until(asyncio.sleep(self._backoff.failed(exc)))
             return True
@@ -206,24 +202,26 @@ class Fetcher(Stoppable):
         return not (jobs.done() and not jobs.cancelled())
 
     async def _until(
-        self, awaitable: Coroutine[Any, Any, Any], timeout: float | None = None
-    ) -> None:
+        self, awaitable: Coroutine[Any, Any, T], timeout: float | None = None
+    ) -> T | None:
         """Await ``awaitable`` (for at most ``timeout`` seconds) unless ``stop`` comes
         first: ``stop`` cancels this wait, and only a wait (never a claim). Awaited in this
-        task, with no task of its own: a notification resumes the claim loop at once."""
+        task, with no task of its own: a notification resumes the claim loop at once. Its
+        value, or None when it timed out or was stopped."""
         if self._stopped:
             awaitable.close()
-            return
+            return None
         task = asyncio.current_task()
         assert task is not None
         self._waiting = task
         try:
             async with asyncio.timeout(timeout):
-                await awaitable
+                return await awaitable
         except TimeoutError:
-            pass
+            return None
         except asyncio.CancelledError:
             if not self._stopped or task.uncancel() > 0:
                 raise  # not (only) our stop: a cancel from outside
+            return None
         finally:
             self._waiting = None
