@@ -30,6 +30,7 @@ from taskq.exceptions import (
     ResultDropped,
 )
 from taskq.procpool import BreakerState, JobFailed, PayloadUndecodable, ProcessPool, causes
+from taskq.procpool.priority import SLICE_NS
 from tests.support import procpool_actors
 from tests.support.helpers import wait_until
 from tests.support.procpool_support import (
@@ -638,6 +639,9 @@ async def test_nice_puts_every_process_below_its_owner_replacements_too(tmp_path
         assert {os.getpriority(os.PRIO_PROCESS, pid) for pid in pool.pids} == {min(own + 7, 19)}
         reply = json.loads(await pool.submit("niceness", "[]", "{}"))
         assert reply["nice"] == min(own + 7, 19)  # the job runs at it, not only the process
+        # and in long slices: a waking worker or Postgres backend preempts it at once
+        if procpool_actors.kernel_takes_custom_slices():
+            assert reply["slice_ns"] == SLICE_NS
         with pytest.raises(ProcessDied):
             await pool.submit("fail_in_job", '["os_exit"]', "{}")
         await until(lambda: pool.processes_ready == 2 and pool.generation == 3, what="a new one")
@@ -645,6 +649,42 @@ async def test_nice_puts_every_process_below_its_owner_replacements_too(tmp_path
     finally:
         await running.stop()
     assert_no_process_left()
+
+
+def test_request_slice_sets_the_threads_slice_and_keeps_its_policy_and_niceness() -> None:
+    """In a process of its own (a slice stays with the thread): ``give_way(0)`` changes
+    nothing; ``request_slice`` changes the slice alone."""
+    script = textwrap.dedent(
+        """
+        import json, os
+        from taskq.procpool.priority import give_way, request_slice
+        from tests.support.procpool_actors import scheduler_slice
+
+        def now():
+            return [scheduler_slice(), os.getpriority(os.PRIO_PROCESS, 0),
+                    os.sched_getscheduler(0)]
+
+        before = now()
+        not_asked = give_way(0)
+        after_zero = now()
+        why = request_slice(5_000_000)
+        print(json.dumps([before, not_asked, after_zero, why, now()]))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        cwd=Path(__file__).parents[2],  # where `tests` imports from
+    )
+    before, not_asked, after_zero, why, after = json.loads(out.stdout)
+    assert not_asked == "not asked" and after_zero == before
+    assert why is None  # Linux on x86_64 or aarch64: asked
+    assert after[1:] == before[1:]  # niceness and policy as they were
+    if procpool_actors.kernel_takes_custom_slices():
+        assert after[0] == 5_000_000 != before[0]
 
 
 def test_nice_outside_0_to_19_is_refused_before_any_process_starts() -> None:

@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 
 from taskq import AsyncClient
+from taskq.procpool.priority import SLICE_NS
 from taskq.store.postgres import PostgresStore
 from tests.conftest import StoreTarget
 from tests.support import procpool_actors as actors
 from tests.support import worker_cpu_actors as mixed
 from tests.support.helpers import migrated_store
+from tests.support.procpool_actors import kernel_takes_custom_slices, scheduler_slice
 from tests.support.procpool_support import assert_no_process_left
 from tests.support.worker_harness import running_worker, wait_for_states
 
@@ -81,16 +83,23 @@ async def test_an_oversized_cpu_result_is_dropped_and_the_job_is_not_re_run(targ
 
 async def test_the_pool_processes_run_cpu_nice_steps_below_the_worker(target, store):
     """``cpu_nice`` (10 by default) reaches the pool: its jobs run that much nicer than
-    the worker, so a saturated pool leaves the cores to the worker's loop first."""
+    the worker, in long slices, so a saturated pool leaves the cores to the worker's loop
+    (and to a waking Postgres backend) first; ``cpu_nice = 0``: neither."""
     own = os.getpriority(os.PRIO_PROCESS, 0)
+    own_slice = scheduler_slice()  # the kernel's default (this process never asked)
+    long_slice = SLICE_NS if kernel_takes_custom_slices() else own_slice
     async with AsyncClient(store=store) as client:
-        for overrides, expected in (({}, min(own + 10, 19)), ({"cpu_nice": 0}, own)):
+        for overrides, nice, slice_ns in (
+            ({}, min(own + 10, 19), long_slice),
+            ({"cpu_nice": 0}, own, own_slice),
+        ):
             job = await client.enqueue(actors.niceness)
             async with running_worker(
                 target, actors=ACTORS, cpu_workers=1, max_concurrency=2, **overrides
             ):
                 [done] = await wait_for_states(store, [job], {"succeeded"}, timeout=60)
-            assert done.result["nice"] == expected, (overrides, done.result)
+            assert done.result["nice"] == nice, (overrides, done.result)
+            assert done.result["slice_ns"] == slice_ns, (overrides, done.result)
     assert_no_process_left()
 
 

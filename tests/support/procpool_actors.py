@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
 import resource
 import signal
 import sys
@@ -115,9 +116,35 @@ def whoami() -> dict[str, int | None]:
 
 
 @registry.actor(cpu_bound=True)
-def niceness() -> dict[str, int]:
-    """This process's pid and its nice value."""
-    return {"pid": os.getpid(), "nice": os.getpriority(os.PRIO_PROCESS, 0)}
+def niceness() -> dict[str, int | None]:
+    """This process's pid, its nice value and its scheduler slice (ns; None where the
+    kernel does not show it)."""
+    return {
+        "pid": os.getpid(),
+        "nice": os.getpriority(os.PRIO_PROCESS, 0),
+        "slice_ns": scheduler_slice(),
+    }
+
+
+def scheduler_slice() -> int | None:
+    """The calling thread's EEVDF slice in ns, from ``/proc/thread-self/sched``."""
+    try:
+        with open("/proc/thread-self/sched") as lines:
+            for line in lines:
+                if line.startswith("se.slice"):
+                    return int(line.split(":")[1])
+    except OSError:
+        pass
+    return None
+
+
+def kernel_takes_custom_slices() -> bool:
+    """Linux >= 6.12 runs a fair task in the slice ``sched_setattr`` asks for, and
+    ``/proc`` shows it (elsewhere the pool's request is a documented no-op)."""
+    if scheduler_slice() is None:
+        return False
+    major, minor = (int(part) for part in platform.release().split(".")[:2])
+    return (major, minor) >= (6, 12)
 
 
 @registry.actor(cpu_bound=True)

@@ -29,11 +29,12 @@ The interface the worker uses::
 Keyword-only extras (defaults are fine in production): ``max_result_bytes`` (default: the
 payload limit), ``initializer_timeout`` (60 s), ``kill_grace`` (1 s between TERM and KILL
 for a timed-out job), ``stop_grace`` (5 s a process gets at ``stop`` before KILL; the
-worker gives 1), ``nice`` (0: added to the processes' niceness, 0-19; the worker
-passes ``--cpu-nice``, 10), ``env`` (extra environment for the pool processes), and, for tests,
-``restart_policy`` (a factory of ``RestartPolicy``, one per slot), ``clock`` (the breaker's)
-and ``cgroup_root``. The same settings as one frozen, self-checking value:
-``ProcessPool(config=PoolConfig(...))``; ``pool.config`` is always set. Introspection:
+worker gives 1), ``nice`` (0: added to the processes' niceness, 0-19, and above 0 long
+scheduler slices, ``priority.py``; the worker passes ``--cpu-nice``, 10), ``env`` (extra
+environment for the pool processes), and, for tests, ``restart_policy`` (a factory of
+``RestartPolicy``, one per slot), ``clock`` (the breaker's) and ``cgroup_root``. The
+same settings as one frozen, self-checking value: ``ProcessPool(config=PoolConfig(...))``;
+``pool.config`` is always set. Introspection:
 ``pids``, ``running_jobs`` (job_id -> pid), ``processes_alive``, ``processes_ready``,
 ``generation`` (processes started so far), ``slot_generations()``, ``breaker_state``.
 

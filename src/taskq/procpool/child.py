@@ -32,6 +32,7 @@ from ..logs import configure, get_logger, job_context
 from ..payload import encode_result
 from ..registry import Registry, load_registry
 from .causes import memory_limit_mib
+from .priority import give_way
 from .protocol import (
     InitFailed,
     JobReply,
@@ -160,8 +161,7 @@ def main(
     """Entry point of a pool process (the ``multiprocessing.Process`` target)."""
     _die_with_owner(owner_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the worker to handle
-    if nice:  # below the worker that owns it (the fork server runs at the worker's)
-        os.nice(nice)
+    give_way(nice)  # below the worker that owns it (the fork server runs at the worker's)
     os.environ.update(env)
     for entry in reversed(sys_path):
         if entry not in sys.path:

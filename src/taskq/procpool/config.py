@@ -30,8 +30,9 @@ class PoolConfig:
     max_memory_per_child_mib: int | None = None  # None or 0: never recycle by RSS
     max_payload_bytes: int = MAX_PAYLOAD_BYTES
     start_method: str = "forkserver"
-    #: niceness the processes add to the worker's (0-19): they yield the cores to the
-    #: worker's event loop, its heartbeats and I/O jobs (docs/cpu-bound.md, "Priority")
+    #: niceness the processes add to the worker's (0-19; above 0 long slices too,
+    #: priority.py): they yield the cores to the worker's event loop, its heartbeats and
+    #: I/O jobs, and the database (docs/cpu-bound.md, "Priority")
     nice: int = 0
     breaker_threshold: int = 5
     breaker_window: float = 60.0

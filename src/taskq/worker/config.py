@@ -186,8 +186,9 @@ class WorkerConfig:
     cpu_nice: int = option(
         10,
         Integer(minimum=0, maximum=19),
-        "niceness the CPU pool processes add to the worker's: while they saturate the cores, "
-        "the worker's event loop (heartbeats, claims, other actors' jobs) runs first "
+        "niceness the CPU pool processes add to the worker's, and above 0 long scheduler "
+        "slices (Linux 6.12+): while they saturate the cores, the worker's event loop "
+        "(heartbeats, claims, other actors' jobs) and a waking database backend run first "
         "(0: they compete equally)",
     )
     cpu_max_tasks_per_child: int | None = option(
