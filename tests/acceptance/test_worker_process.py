@@ -63,12 +63,15 @@ def release(tmp_path: Path) -> Path:
 def spawn(target, env, tmp_path: Path):
     started: list[WorkerProcess] = []
 
-    def start(*args: str, extra_env: dict[str, str] | None = None) -> WorkerProcess:
+    def start(
+        *args: str, extra_env: dict[str, str] | None = None, new_session: bool = False
+    ) -> WorkerProcess:
         worker = WorkerProcess(
             target,
             *args,
             env={**env, **(extra_env or {})},
             log_path=tmp_path / f"worker{len(started)}.log",
+            new_session=new_session,
         )
         started.append(worker)
         return worker
@@ -537,6 +540,38 @@ async def test_cpu_actor_that_exits_is_crashed_then_poison_and_the_pool_serves_o
     assert raises_job.dead_reason == "failed" and raises_job.attempts == 2
     assert raises_job.crash_count == 0 and "KeyError" in raises_job.last_error
     assert after_job.result == 64
+
+
+async def test_sigterm_to_the_whole_process_group_lets_a_running_cpu_job_finish(
+    store, spawn, runs_file, release
+):
+    """A service manager's stop (systemd's default ``KillMode=control-group``) sends
+    SIGTERM to every process of the worker, its pool processes and fork server too. They
+    ignore one their worker did not send (and say so), so the running CPU job, not
+    idempotent (a crash would make it dead), finishes within the grace; exit 0."""
+    worker = spawn(
+        "--actors",
+        "tests.support.worker_cpu_actors:registry",
+        "--cpu-workers",
+        "1",
+        "--shutdown-grace",
+        "30",
+        new_session=True,
+    )
+    worker.wait_for_event("worker-started")
+    async with AsyncClient(store=store) as client:
+        job = await client.enqueue_with("cpu_held_once", ["grace", str(release / "grace")])
+        wait_until(lambda: starts(runs_file, "grace") == 1, what="the CPU job to start")
+        os.killpg(worker.pid, signal.SIGTERM)  # the group: the worker leads its own
+        worker.wait_for_event("worker-stopping")
+        ignored = worker.wait_for_event("process-pool-signal-ignored")
+        assert ignored["sender"] == os.getpid()  # this process sent it, not the worker
+        (release / "grace").touch()  # the job finishes during the grace period
+        assert worker.wait() == exit_codes.OK
+        done = await client.get(job)
+    assert done.state == "succeeded" and done.attempts == 1 and done.crash_count == 0
+    assert done.result == ignored["pid"]  # in the process that was signalled
+    assert starts(runs_file, "grace") == 1
 
 
 async def test_open_pool_breaker_leaves_cpu_jobs_queued_uncharged_others_run(

@@ -42,7 +42,9 @@ from tests.support.procpool_support import (
     events,
     gauge,
     gone,
+    holding,
     make_pool,
+    parent_of,
     recycle_count,
     running_pid,
     started,
@@ -58,10 +60,10 @@ async def pid_of_next_job(pool: ProcessPool) -> int:
 
 
 def test_verify_stdlib_submissions_after_a_crash_raise_broken_process_pool() -> None:
-    """What we replace: after one crash every later submission fails, for good."""
-    executor = ProcessPoolExecutor(
-        max_workers=2, mp_context=multiprocessing.get_context("forkserver")
-    )
+    """What we replace: after one crash every later submission fails, for good. (Under
+    spawn: a fork server started here, not by a pool, would be the one every later pool
+    in this process forks from, without the pool's preload.)"""
+    executor = ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn"))
     try:
         assert executor.submit(pow, 2, 5).result(timeout=30) == 32
         with pytest.raises(BrokenProcessPool):
@@ -271,11 +273,7 @@ async def test_an_oom_kill_is_named_from_the_cgroup_counter(
     pool = make_pool(tmp_path, size=1, cgroup_root=root)
     running = await started(pool)
     try:
-        release = tmp_path / "never"
-        job = asyncio.create_task(
-            pool.submit("hold", json.dumps([str(release)]), "{}", job_id="victim")
-        )
-        pid = await running_pid(pool, "victim")
+        job, pid = await holding(pool, tmp_path / "never", "victim")
         counter.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 8\n")
         os.kill(pid, signal.SIGKILL)
         with pytest.raises(ProcessDied) as died:
@@ -691,6 +689,56 @@ def test_nice_outside_0_to_19_is_refused_before_any_process_starts() -> None:
     for bad in (-1, 20, True, 1.5):
         with pytest.raises(ConfigError, match="nice must be an integer 0-19"):
             ProcessPool(REGISTRY_REF, nice=bad)  # type: ignore[arg-type]
+
+
+async def test_a_sigterm_the_owner_did_not_send_ends_neither_a_pool_process_nor_the_fork_server(
+    tmp_path: Path,
+) -> None:
+    """A SIGTERM to the worker's whole process group (systemd's default stop) reaches the
+    pool too. A pool process ignores one its owner did not send and its job finishes; the
+    fork server ignores it and forks the next process; the owner's own SIGTERM (a cancel)
+    still ends a process at once, with no SIGKILL after a grace. (The line the pool
+    process logs is checked with a real worker, tests/acceptance/test_worker_process.py:
+    here it goes to the stderr of whichever test started the fork server.)"""
+    pool = make_pool(tmp_path, size=1, kill_grace=60.0)
+    running = await started(pool)
+    try:
+        release = tmp_path / "release"
+        held, pid = await holding(pool, release, "held")
+        fork_server = parent_of(pid)
+        assert fork_server is not None and fork_server != os.getpid()
+        kill = await asyncio.create_subprocess_exec("kill", "-TERM", str(pid), str(fork_server))
+        assert await kill.wait() == 0  # sent by another process than the pool's owner
+        # taken (by the pool process's watcher, or by the kernel's default action)
+        await until(lambda: not sigterm_pending(pid) or gone(pid), what="the SIGTERM taken")
+        release.touch()
+        assert await held == str(pid)  # finished in the process that was signalled
+        assert not gone(fork_server)
+
+        generation = pool.generation
+        cancelled, victim = await holding(pool, tmp_path / "never", "cancelled")
+        # the owner's SIGTERM ends it: cancel returns long before kill_grace's SIGKILL
+        assert await asyncio.wait_for(pool.cancel("cancelled"), timeout=30) is True
+        assert gone(victim)
+        with pytest.raises(JobCancelled):
+            await cancelled
+        await until(lambda: pool.processes_ready == 1 and pool.generation == generation + 1)
+        [replacement] = pool.pids
+        assert parent_of(replacement) == fork_server  # the fork server lived on to fork it
+        assert await pool.submit("add", "[1, 2]", "{}") == "3"
+    finally:
+        await running.stop()
+    assert_no_process_left()
+
+
+def sigterm_pending(pid: int) -> bool:
+    """SIGTERM waits in the process's shared pending set (``ShdPnd`` of its status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    [mask] = [line.split()[1] for line in status.splitlines() if line.startswith("ShdPnd:")]
+    return bool(int(mask, 16) & (1 << (signal.SIGTERM - 1)))
 
 
 async def test_spawn_works_too(tmp_path: Path) -> None:

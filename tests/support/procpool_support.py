@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -159,6 +160,12 @@ def assert_no_process_left(pids: list[int] | None = None) -> None:
         )
 
 
+def parent_of(pid: int) -> int | None:
+    """The parent pid of a living process (a forkserver child's: the fork server)."""
+    stat = _stat(pid)
+    return None if stat is None else stat[1]
+
+
 def gone(pid: int) -> bool:
     stat = _stat(pid)
     return stat is None or stat[0] in ("Z", "X")
@@ -173,6 +180,13 @@ async def until(
         return condition()
 
     return await async_wait_until(check, timeout=timeout, interval=0.01, what=what)
+
+
+async def holding(pool: ProcessPool, release: Path, job_id: str) -> tuple[asyncio.Task[str], int]:
+    """A ``hold`` job submitted to ``pool`` (it runs until ``release`` exists), and the
+    pid running it once it runs."""
+    job = asyncio.create_task(pool.submit("hold", json.dumps([str(release)]), "{}", job_id=job_id))
+    return job, await running_pid(pool, job_id)
 
 
 async def running_pid(pool: ProcessPool, job_id: str) -> int:

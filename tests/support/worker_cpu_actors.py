@@ -53,6 +53,17 @@ def cpu_hold(release: str) -> str:
     return release
 
 
+@registry.actor(cpu_bound=True, idempotent=False)
+def cpu_held_once(key: str, release: str) -> int:
+    """Not idempotent (a crash makes it dead): records its start, then keeps its pool
+    process busy until the file ``release`` exists (at most 60 s); returns that pid."""
+    record("start", key)
+    deadline = time.monotonic() + 60.0
+    while not os.path.exists(release) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return os.getpid()
+
+
 @registry.actor
 async def ping(key: str) -> str:
     """Not cpu_bound: keeps running while the pool's breaker is open."""

@@ -93,8 +93,15 @@ class WorkerProcess:
     """A real ``python -m taskq worker`` subprocess with its stderr (JSON logs) captured."""
 
     def __init__(
-        self, target: Any, *args: str, env: dict[str, str] | None = None, log_path: Path
+        self,
+        target: Any,
+        *args: str,
+        env: dict[str, str] | None = None,
+        log_path: Path,
+        new_session: bool = False,
     ) -> None:
+        """``new_session``: the worker leads a process group (and session) of its own,
+        as under a service manager, so a test can signal the whole group."""
         self.log_path = log_path
         self._log = open(log_path, "wb")  # closed in wait()
         full_env = dict(target.env if env is None else env)
@@ -117,7 +124,12 @@ class WorkerProcess:
             *args,
         ]
         self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=self._log
+            cmd,
+            cwd=ROOT,
+            env=full_env,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            start_new_session=new_session,
         )
 
     @property

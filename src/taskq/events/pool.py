@@ -45,6 +45,13 @@ PROCESS_POOL_JOB_CANCELLED = _e(
     "job actor pid",
     "a cancelled cpu_bound job's process is killed",
 )
+PROCESS_POOL_SIGNAL_IGNORED = _e(
+    "process-pool-signal-ignored",
+    WARNING,
+    "pid sender",
+    "a pool process ignored a SIGTERM its worker did not send (one to the whole process "
+    "group or cgroup): its job goes on, and the worker, signalled too, stops it in turn",
+)
 PROCESS_POOL_RECYCLED = _e(
     "process-pool-recycled",
     INFO,

@@ -27,10 +27,12 @@ from typing import Any
 
 from .. import exit_codes
 from ..context import JobContext, running
+from ..events import PROCESS_POOL_SIGNAL_IGNORED
 from ..exceptions import Snooze
 from ..logs import configure, get_logger, job_context
 from ..payload import encode_result
 from ..registry import Registry, load_registry
+from . import signals
 from .causes import memory_limit_mib
 from .priority import give_way
 from .protocol import (
@@ -87,6 +89,10 @@ def _die_with_owner(owner_pid: int) -> None:
             time.sleep(0.5)
 
     threading.Thread(target=watch, name="taskq-owner-watch", daemon=True).start()
+
+
+def _sigterm_ignored(sender: int) -> None:
+    log.event(PROCESS_POOL_SIGNAL_IGNORED, pid=os.getpid(), sender=sender)
 
 
 def _run_initializers(registry: Registry) -> None:
@@ -159,6 +165,7 @@ def main(
     nice: int = 0,
 ) -> None:
     """Entry point of a pool process (the ``multiprocessing.Process`` target)."""
+    told_apart = signals.block()  # before any thread starts: only the worker's SIGTERM ends it
     _die_with_owner(owner_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the worker to handle
     give_way(nice)  # below the worker that owns it (the fork server runs at the worker's)
@@ -167,6 +174,8 @@ def main(
         if entry not in sys.path:
             sys.path.insert(0, entry)
     configure()
+    if told_apart:
+        signals.watch(owner_pid, _sigterm_ignored)
     try:
         registry = load_registry(registry_ref)
         _run_initializers(registry)

@@ -99,7 +99,7 @@ class SlotSupervisor:
     async def start(self) -> None:
         """Start every slot; returns once each first process is ready (or failed)."""
         if self._config.start_method == "forkserver":
-            self._ctx.set_forkserver_preload(["taskq.procpool.child"])
+            self._ctx.set_forkserver_preload(["taskq.procpool.preload"])
         loop = asyncio.get_running_loop()
         firsts: list[asyncio.Future[None]] = []
         for index in range(self._config.processes):
