@@ -9,7 +9,9 @@ are cancelled (``upstream_failed``), the workflow's verdict and its count.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from uuid import UUID
 
 from taskq.ids import uuid7
@@ -272,6 +274,23 @@ async def test_a_running_step_adds_steps_and_the_steps_after_it_wait_for_them(st
     assert set(await claim_all(store, w)) == {ids["merge"]}
     await store.complete(w, [ok(ids["merge"])])
     assert (await store.get_workflow(wf.id)).state == "succeeded"
+
+
+async def test_steps_a_running_step_adds_carry_its_meta_as_claimed(store):
+    """An enqueue's meta (a trace context, a request id) is on every step of the run;
+    the steps a step adds get the adding step's meta too, not what its run changed."""
+    meta = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "r": 7}
+    wf = replace(graph({"split": [], "merge": ["split"]}), meta_json=json.dumps(meta))
+    ids = ids_of(wf)
+    await store.enqueue_workflow(wf)
+    w = uuid7()
+    await claim_all(store, w)
+    added = graph({"p1": [], "p2": ["p1"]}).steps
+    rows = [type(s)(s.spec, s.name, (ids["split"], *s.upstream), s.downstream) for s in added]
+    changed = replace(ok(ids["split"]), meta_json=json.dumps({**meta, "progress": 100}))
+    assert await store.complete_fanout(w, changed, rows) == 1
+    assert [(await store.get_job(s.spec.id)).meta for s in added] == [meta, meta]
+    assert (await store.get_job(ids["split"])).meta == {**meta, "progress": 100}
 
 
 async def test_a_fanout_from_a_run_no_longer_held_adds_nothing(store):

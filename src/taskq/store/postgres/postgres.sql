@@ -1133,7 +1133,10 @@ RETURNING id;
 
 -- name: workflow_fanout_fence
 -- description: Lock a running step that adds steps to its workflow, if this worker still holds its run (fenced).
-SELECT j.workflow_id, j.downstream, j.cancelled_at IS NOT NULL AS cancelling, w.steps
+-- Its meta (as claimed: the run's own changes are written after, with its outcome) goes
+-- on every step it adds, as an enqueue's meta goes on every step of a workflow.
+SELECT j.workflow_id, j.downstream, j.cancelled_at IS NOT NULL AS cancelling, w.steps,
+       j.meta::text AS meta
 FROM {schema}.jobs j JOIN {schema}.workflows w ON w.id = j.workflow_id
 WHERE j.id = %(id)s AND j.attempt = %(attempt)s AND j.worker_id = %(worker_id)s
   AND j.state = 'running'

@@ -128,7 +128,9 @@ class PostgresWorkflows:
                     await cur.execute(
                         self.enqueue_sql["workflow_steps_insert"],
                         pg_steps_params(
-                            held["workflow_id"], joined(added, held["downstream"] or ())
+                            held["workflow_id"],
+                            joined(added, held["downstream"] or ()),
+                            held["meta"],
                         ),
                     )
                     await cur.execute(

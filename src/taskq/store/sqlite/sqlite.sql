@@ -791,7 +791,9 @@ WHERE id = :id AND cancelled_at IS NULL;
 
 -- name: workflow_fanout_fence
 -- description: A running step that adds steps to its workflow, if this worker still holds its run (fenced).
-SELECT j.workflow_id, j.downstream, j.cancelled_at IS NOT NULL AS cancelling, w.steps
+-- Its meta (as claimed: the run's own changes are written after, with its outcome) goes
+-- on every step it adds, as an enqueue's meta goes on every step of a workflow.
+SELECT j.workflow_id, j.downstream, j.cancelled_at IS NOT NULL AS cancelling, w.steps, j.meta
 FROM jobs j JOIN workflows w ON w.id = j.workflow_id
 WHERE j.id = :id AND j.attempt = :attempt AND j.worker_id = :worker_id
   AND j.state = 'running';

@@ -103,7 +103,10 @@ class SqliteWorkflows:
             else:
                 wf = UUID(held["workflow_id"])
                 rows = joined(added, _ids(held["downstream"] or "[]"))
-                db.executemany(Q["workflow_steps_insert"], sqlite_step_rows(wf, rows, time.time()))
+                db.executemany(
+                    Q["workflow_steps_insert"],
+                    sqlite_step_rows(wf, rows, time.time(), held["meta"]),
+                )
                 params = {
                     "id": str(outcome.job_id),
                     "added": _json_ids([s.spec.id for s in added]),
