@@ -7,7 +7,6 @@ result limit defaults to the payload limit; ``size=None`` is ``os.cpu_count()``.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from types import MappingProxyType
 from ..exceptions import ConfigError
 from ..restart import RestartPolicy
 from .causes import CGROUP_ROOT
-from .limits import MAX_PAYLOAD_BYTES, MAX_TASKS_PER_CHILD
+from .limits import MAX_PAYLOAD_BYTES, MAX_TASKS_PER_CHILD, pool_size
 
 START_METHODS = ("forkserver", "spawn")
 
@@ -57,7 +56,7 @@ class PoolConfig:
         nice = self.nice
         if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= 19:
             raise ConfigError(f"process pool nice must be an integer 0-19, got {self.nice!r}")
-        size = os.cpu_count() or 1 if self.size is None else self.size
+        size = pool_size(None) if self.size is None else self.size
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise ConfigError(f"process pool size must be an integer >= 1, got {size!r}")
         for name in ("max_tasks_per_child", "max_memory_per_child_mib"):

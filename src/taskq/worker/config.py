@@ -8,7 +8,6 @@ from it (``taskq.options``), and ``WorkerConfig.validate`` is the one check they
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -28,7 +27,7 @@ from ..kinds import (
     Text,
 )
 from ..options import flag, option, required
-from ..procpool.limits import MAX_PAYLOAD_BYTES, MAX_TASKS_PER_CHILD
+from ..procpool.limits import MAX_PAYLOAD_BYTES, MAX_TASKS_PER_CHILD, pool_size
 from .buffer import CPU_BATCH, CPU_REFILL, CPU_SHARE
 
 if TYPE_CHECKING:
@@ -56,7 +55,7 @@ def default_concurrency(actors: Iterable[AnyActor], processes: int | None = None
     cpu = sum(1 for actor in actors if actor.cpu_bound)
     if not cpu:
         return DEFAULT_CONCURRENCY
-    n = processes or os.cpu_count() or 1
+    n = pool_size(processes)
     if cpu == len(actors):
         return max(DEFAULT_CONCURRENCY, CPU_REFILL * n + 2 + max(CPU_BATCH, n))
     return max(DEFAULT_CONCURRENCY, 2 * CPU_SHARE * n)
@@ -236,7 +235,7 @@ class WorkerConfig:
     @property
     def cpu_processes(self) -> int:
         """Processes in the CPU pool: ``cpu_workers``, or one a core."""
-        return self.cpu_workers or os.cpu_count() or 1
+        return pool_size(self.cpu_workers)
 
     def problems(
         self, name: Callable[[str], str] = flag, only: Collection[str] | None = None
