@@ -6,7 +6,8 @@ each ``Run`` a ``Started`` and exactly one reply.
 Anything that is not an ``Exception`` (``SystemExit``, a signal, a segfault) ends the
 process: the parent sees the death and names it. The child never outlives its worker:
 a thread waits on a pidfd of the worker (see ``_die_with_owner``), ``PR_SET_PDEATHSIG``
-covers spawn, and pipe EOF ends the idle loop.
+covers spawn, and pipe EOF ends the idle loop. A SIGTERM ends it only when its worker
+sent it (``signals.py``); SIGINT is the worker's to handle.
 """
 
 from __future__ import annotations
