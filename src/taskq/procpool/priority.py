@@ -24,7 +24,6 @@ Only the standard library is imported here.
 from __future__ import annotations
 
 import os
-import platform
 import struct
 import sys
 
@@ -50,9 +49,10 @@ def give_way(nice: int) -> str | None:
 def request_slice(slice_ns: int) -> str | None:
     """Ask the kernel to run this thread in slices of ``slice_ns`` (its policy and
     niceness unchanged). None when asked, else why not."""
-    number = _SCHED_SETATTR.get(platform.machine())
+    machine = os.uname().machine
+    number = _SCHED_SETATTR.get(machine)
     if not sys.platform.startswith("linux") or number is None:
-        return f"not available on {sys.platform} {platform.machine()}"
+        return f"not available on {sys.platform} {machine}"
     policy = os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK
     if policy not in (os.SCHED_OTHER, os.SCHED_BATCH, os.SCHED_IDLE):
         return f"scheduling policy {policy} is not a fair one"
