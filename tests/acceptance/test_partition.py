@@ -151,3 +151,23 @@ def test_the_proxy_holds_bytes_while_cut_and_delivers_them_after(tmp_path: Path)
                 proxy.heal()
                 sock.settimeout(10)
                 assert sock.recv(3) == b"two"
+
+
+def test_closing_the_proxy_ends_its_upstream_connections(tmp_path: Path):
+    """Closing the proxy closes the upstream side too, while its pumps wait in recv.
+
+    A server-side connection left open keeps a Postgres backend (and any transaction a
+    killed worker left in it) alive, and the schema's DROP in teardown waits on its locks.
+    """
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        with PartitionProxy("127.0.0.1", server.getsockname()[1]) as proxy:
+            client = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+            upstream, _ = server.accept()
+            with client, upstream:
+                client.sendall(b"begin")
+                upstream.settimeout(10)
+                assert upstream.recv(5) == b"begin"
+                proxy.close()  # both pumps are blocked in recv now
+                assert upstream.recv(1) == b""  # EOF, not a hang until the timeout

@@ -58,6 +58,12 @@ class PartitionProxy:
         with self._lock:
             sockets, self._sockets = self._sockets, []
         for sock in [self._listener, *sockets]:
+            # shutdown() first: a bare close() neither wakes a pump (or the acceptor)
+            # blocked in recv() on that socket nor sends a FIN while it waits, so the
+            # upstream connection, and the Postgres backend behind it with whatever
+            # transaction a killed worker left open, would outlive the proxy.
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(OSError):
                 sock.close()
 
