@@ -7,6 +7,7 @@ causes and the bystanders' clean records.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from taskq.store.postgres import PostgresStore
 from tests.conftest import StoreTarget
 from tests.support import procpool_actors as actors
 from tests.support import worker_cpu_actors as mixed
-from tests.support.helpers import migrated_store
+from tests.support.helpers import migrated_store, wait_until
 from tests.support.procpool_actors import kernel_takes_custom_slices, scheduler_slice
 from tests.support.procpool_support import assert_no_process_left
 from tests.support.worker_harness import running_worker, wait_for_states
@@ -207,3 +208,58 @@ async def test_a_mixed_worker_claims_its_cpu_backlog_without_waiting_for_the_pol
             done = await wait_for_states(store, jobs, {"succeeded"}, timeout=120)
     assert sorted(job.result for job in done) == sorted(i * i for i in range(80))
     assert_no_process_left()
+
+
+# Run in a fresh interpreter (this test process may have a fork server already): a worker
+# of cpu actors whose store creation looks for its fork server, then refuses to start.
+_FORK_SERVER_BEFORE_THE_STORE = """
+import json, os, sys
+from pathlib import Path
+import taskq.worker.worker as module
+from taskq.exceptions import ConfigError
+from taskq.worker.config import WorkerConfig
+from taskq.worker.main import run
+
+def fork_servers():
+    found = []
+    for task in Path("/proc/self/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"multiprocessing.forkserver" in cmdline:
+                found.append(int(pid))
+    return found
+
+def create_store(*args, **kwargs):
+    print(json.dumps(fork_servers()), flush=True)
+    raise ConfigError("stopped by the test once the store was asked for")
+
+module.create_store = create_store
+sys.exit(run(WorkerConfig(actors=sys.argv[1], dsn=sys.argv[2])))
+"""
+
+
+def test_the_fork_server_is_starting_before_the_worker_creates_its_store(tmp_path: Path):
+    """A worker of cpu actors starts its pool's fork server as soon as its registry is
+    loaded, so the server imports while the worker imports its store and connects (off
+    the path to the first CPU job); a worker that then fails to start does not leave it
+    behind. Before, the first pool process started the server after the stores."""
+    import subprocess
+    import sys
+
+    from tests.support.procpool_support import gone
+
+    done = subprocess.run(
+        [sys.executable, "-c", _FORK_SERVER_BEFORE_THE_STORE, ACTORS, str(tmp_path / "q.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr  # cannot start: the one error line
+    assert "stopped by the test" in done.stderr
+    servers = json.loads(done.stdout.splitlines()[0])
+    assert len(servers) == 1, done.stdout
+    # it watches a pipe its owner held: it ends on its own
+    wait_until(lambda: gone(servers[0]), timeout=20, what="the fork server to end with its worker")

@@ -66,8 +66,9 @@ Layout, one idea a module: ``pool.py`` the facade; ``config.py`` ``PoolConfig``;
 slot may start its next process (breaker, ``RestartPolicy``); ``process.py`` one
 process: spawn, wait ready, send, stop, reap (blocking, run in threads); ``channel.py``
 the parent's end of a pipe, read by the event loop; ``protocol.py`` the messages on
-the pipe; ``child.py`` the pool process's main loop; ``causes.py`` naming a
-death; ``breaker.py`` the circuit breaker; ``changes.py`` the pool's one wake-up.
+the pipe; ``child.py`` the pool process's main loop; ``forkserver.py`` the fork
+server's preload and its early start; ``causes.py`` naming a death; ``breaker.py`` the
+circuit breaker; ``changes.py`` the pool's one wake-up.
 """
 
 from typing import TYPE_CHECKING, Any

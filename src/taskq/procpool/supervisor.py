@@ -40,7 +40,7 @@ from ..events import (
 )
 from ..logs import get_logger
 from ..restart import Recovered
-from . import causes, process
+from . import causes, forkserver, process
 from .breaker import PoolBreaker
 from .changes import Changes
 from .channel import Channel
@@ -98,8 +98,7 @@ class SlotSupervisor:
 
     async def start(self) -> None:
         """Start every slot; returns once each first process is ready (or failed)."""
-        if self._config.start_method == "forkserver":
-            self._ctx.set_forkserver_preload(["taskq.procpool.preload"])
+        forkserver.configure(self._ctx)
         loop = asyncio.get_running_loop()
         firsts: list[asyncio.Future[None]] = []
         for index in range(self._config.processes):

@@ -185,6 +185,16 @@ class CpuRunner(Stoppable):
                 self._pool_run = self._stopping = None
 
 
+def start_fork_server() -> None:
+    """Start the pool's fork server now (``procpool.forkserver.start_now``). The worker
+    calls it as soon as its registry says it will run a pool, before it imports its store
+    and connects: the server's interpreter and imports then overlap those, off the path
+    to the first CPU job (~100 ms earlier on 2 cores)."""
+    from ..procpool.forkserver import start_now
+
+    start_now()
+
+
 def _snoozed(exc: BaseException) -> float | None:
     """A ``taskq.Snooze`` raised in the pool process arrives as JobFailed named Snooze."""
     if isinstance(exc, JobFailed) and exc.error_type == "Snooze":

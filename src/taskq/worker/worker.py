@@ -69,7 +69,7 @@ from .config import (
     default_concurrency,
 )
 from .consumer import Consumer
-from .cpu_runner import CpuRunner
+from .cpu_runner import CpuRunner, start_fork_server
 from .fetcher import Fetcher
 from .health import HealthServer
 from .heartbeat import Heartbeat
@@ -236,6 +236,8 @@ class Worker:
         self.concurrency = config.max_concurrency or default_concurrency(
             registry, config.cpu_processes
         )
+        if any(a.cpu_bound for a in registry if a.queue in self.queues):
+            start_fork_server()  # the pool's fork server imports while the stores open
         idle = sorted(set(self.queues) - registry.queues)
         if idle:
             log.event(
