@@ -85,26 +85,26 @@ def test_the_cpu_share_never_takes_more_than_about_half_the_consumers():
 
 
 async def test_a_worker_of_cpu_actors_only_claims_again_at_its_refill_mark():
-    """Two pool processes, ten consumers: no claim while more than six are in hand (two
-    running, two piped, two more), then one for the four free consumers."""
+    """Two pool processes, ten consumers: no claim while more than four are in hand (two
+    running, two piped), then one for the six free consumers."""
     refill_at = cpu_refill(processes=2, limit=10)
-    assert refill_at == 6
+    assert refill_at == 4
     buffer = JobBuffer(10, refill_at=refill_at)
     assert buffer.may_claim  # nothing in hand: claim
     buffer.put_many([job(actor="burn") for _ in range(10)])
-    for left in range(9, 6, -1):
+    for left in range(9, 4, -1):
         buffer.done(0.002)
         assert buffer.in_flight == left and buffer.free > 0 and not buffer.may_claim
     room = asyncio.ensure_future(buffer.wait_for_room())
     await asyncio.sleep(0)
     assert not room.done()
     buffer.done(0.002)
-    await asyncio.wait_for(room, 5)  # down to six: the fetcher is woken, for four
-    assert buffer.may_claim and buffer.free == 4
+    await asyncio.wait_for(room, 5)  # down to four: the fetcher is woken, for six
+    assert buffer.may_claim and buffer.free == 6
 
 
 def test_cpu_refill_only_where_batches_would_be_of_more_than_one():
-    assert cpu_refill(processes=1, limit=10) == 4
-    assert cpu_refill(processes=4, limit=10) is None  # 10 would leave one free at most
-    assert cpu_refill(processes=3, limit=9) is None  # batches of one
-    assert cpu_refill(processes=3, limit=10) == 8  # of two
+    assert cpu_refill(processes=1, limit=10) == 2
+    assert cpu_refill(processes=5, limit=10) is None  # 10 would leave none free
+    assert cpu_refill(processes=4, limit=9) is None  # batches of one
+    assert cpu_refill(processes=4, limit=10) == 8  # of two

@@ -58,21 +58,22 @@ def test_a_sync_or_cpu_bound_actor_keeps_the_small_default() -> None:
 
 def test_with_cpu_bound_actors_it_grows_with_the_pool() -> None:
     """Consumers enough to feed the pool: a worker of cpu actors only holds two jobs a
-    process (running, piped) and two more before it claims, and claims at least
-    CPU_BATCH (N on a larger pool); beside other actors the cpu share (3 x N) is at most
-    half the consumers. Small pools keep the plain default."""
+    process (running, piped) when it claims, and claims at least CPU_BATCH (N + 2 on a
+    larger pool); beside other actors the cpu share (3 x N) is at most half the
+    consumers. Small pools keep the plain default."""
     cpu_only, mixed = _registry("cpu", "cpu"), _registry("async", "cpu")
     assert default_concurrency(cpu_only, 1) == DEFAULT_CONCURRENCY
-    assert default_concurrency(cpu_only, 2) == DEFAULT_CONCURRENCY  # 2 x 2 + 2 + 4
-    assert default_concurrency(cpu_only, 8) == 2 * 8 + 2 + 8
-    assert default_concurrency(cpu_only, 32) == 2 * 32 + 2 + 32
+    assert default_concurrency(cpu_only, 2) == DEFAULT_CONCURRENCY  # 2 x 2 + 6
+    assert default_concurrency(cpu_only, 8) == 2 * 8 + (8 + 2)
+    assert default_concurrency(cpu_only, 32) == 2 * 32 + (32 + 2)
     assert default_concurrency(mixed, 1) == DEFAULT_CONCURRENCY
     assert default_concurrency(mixed, 2) == 12
     assert default_concurrency(mixed, 8) == 48
     for processes in (1, 2, 8, 32):  # the share and the refill mark fit in what it gives
         consumers = default_concurrency(cpu_only, processes)
         refill_at = cpu_refill(processes, consumers)
-        assert refill_at is not None and consumers - refill_at >= max(CPU_BATCH, processes)
+        assert refill_at == 2 * processes  # a job running and one piped each
+        assert consumers - refill_at >= max(CPU_BATCH, processes + 2)
         share = CpuShare(frozenset({"c1"}), processes, default_concurrency(mixed, processes))
         assert share.high == CPU_SHARE * processes
     assert default_concurrency(_registry("sync", "sync"), 32) == DEFAULT_CONCURRENCY

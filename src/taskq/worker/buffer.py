@@ -28,13 +28,17 @@ claim: a mark of 2 x N (running and piped) kept the pipes full but claimed twice
 often: I/O p50 3.8x idle instead of 2.4x, p99 116-385 ms instead of 53-76 ms, for ~20%
 more cpu throughput while the other actors have work. A worker of cpu actors only has
 no share: every consumer may hold one, and it claims in batches (``refill_at``, the
-``cpu_refill`` mark): not while it holds more than ``CPU_REFILL`` x N + 2 (running, piped,
-two more), then as many as the consumers take. One claim a job (a claim per freed
-consumer) cost the worker ~0.13 ms of CPU a job, a third of its own, and Postgres as
-much; the pool never waits for a claim while two jobs a process and two more are in hand.
-Its default consumers (``config.default_concurrency``) leave room for claims of
-``CPU_BATCH`` or N jobs above that mark, and a mixed worker's default gives the cpu share
-its 3 x N: so a pool of many processes (8, 32) is fed without ``--max-concurrency``.
+``cpu_refill`` mark): not while it holds more than ``CPU_REFILL`` x N (a job running and
+the next in its pipe for each process), then as many as the consumers take. One claim a
+job (a claim per freed consumer) cost the worker ~0.13 ms of CPU a job, a third of its
+own, and Postgres as much; the pool does not wait for a claim while each process has its
+next job in its pipe (a claim takes ~1 ms, a process's job in the pipe lasts as long as
+the job). The mark was 2 x N + 2 until 2026-12-05: the two more made each claim two jobs
+smaller for the same consumers (4 instead of 6 with 2 processes), and 2 ms jobs drained
+~6% slower. Its default consumers (``config.default_concurrency``) leave room for claims
+of ``CPU_BATCH`` or N + 2 jobs above that mark, and a mixed worker's default gives the
+cpu share its 3 x N: so a pool of many processes (8, 32) is fed without
+``--max-concurrency``.
 """
 
 from __future__ import annotations
@@ -48,14 +52,14 @@ FAST_JOB = 0.005  # seconds: average run time under which adaptive prefetch open
 _SMOOTHING = 0.2  # weight of the newest duration in the moving average
 CPU_SHARE = 3  # x pool processes: cpu jobs claimed at most (running, piped, waiting)
 CPU_LOW = 1  # x pool processes: claim cpu jobs again at this many (one running each)
-CPU_REFILL = 2  # x pool processes (+ 2): a worker of cpu actors only claims at this many
-CPU_BATCH = 4  # jobs a claim of a worker of cpu actors only takes at least (its default)
+CPU_REFILL = 2  # x pool processes: a worker of cpu actors only claims at this many
+CPU_BATCH = 6  # jobs a claim of a worker of cpu actors only takes at least (its default)
 
 
 def cpu_refill(processes: int, limit: int) -> int | None:
     """``refill_at`` of a worker of cpu actors only with ``processes`` pool processes and
     ``limit`` consumers: None where batches would be of one job anyway."""
-    mark = CPU_REFILL * processes + 2
+    mark = CPU_REFILL * processes
     return mark if mark < limit - 1 else None
 
 

@@ -45,10 +45,10 @@ def default_concurrency(actors: Iterable[AnyActor], processes: int | None = None
     """What ``max_concurrency=None`` means for a worker of ``actors`` (its registry's) whose
     CPU pool has ``processes`` (default ``os.cpu_count()``). With
     ``cpu_bound`` actors it grows with the pool, so a pool of many processes is fed
-    (``buffer.py``): ``cpu_bound`` actors only, ``CPU_REFILL`` x N + 2 (running, piped,
-    two more) plus a claim of at least ``CPU_BATCH`` (N on a larger pool); beside other
-    actors, twice the cpu share (``CPU_SHARE`` x N), as the share is at most half the
-    consumers. Never below ``DEFAULT_CONCURRENCY``."""
+    (``buffer.py``): ``cpu_bound`` actors only, ``CPU_REFILL`` x N (running, piped) plus
+    a claim of at least ``CPU_BATCH`` (N + 2 on a larger pool); beside other actors,
+    twice the cpu share (``CPU_SHARE`` x N), as the share is at most half the consumers.
+    Never below ``DEFAULT_CONCURRENCY``."""
     actors = list(actors)
     if all(actor.is_async and not actor.cpu_bound for actor in actors):
         return DEFAULT_ASYNC_CONCURRENCY
@@ -57,7 +57,7 @@ def default_concurrency(actors: Iterable[AnyActor], processes: int | None = None
         return DEFAULT_CONCURRENCY
     n = pool_size(processes)
     if cpu == len(actors):
-        return max(DEFAULT_CONCURRENCY, CPU_REFILL * n + 2 + max(CPU_BATCH, n))
+        return max(DEFAULT_CONCURRENCY, CPU_REFILL * n + max(CPU_BATCH, n + 2))
     return max(DEFAULT_CONCURRENCY, 2 * CPU_SHARE * n)
 
 
