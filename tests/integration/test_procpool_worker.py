@@ -263,3 +263,18 @@ def test_the_fork_server_is_starting_before_the_worker_creates_its_store(tmp_pat
     assert len(servers) == 1, done.stdout
     # it watches a pipe its owner held: it ends on its own
     wait_until(lambda: gone(servers[0]), timeout=20, what="the fork server to end with its worker")
+
+
+def test_a_fork_server_that_cannot_start_early_is_left_to_the_pool(monkeypatch):
+    """The early start is only a head start: an OSError there (no temporary directory
+    for the server's socket, ...) does not stop the worker; the pool's first process
+    starts the server itself and reports what fails as every pool start does."""
+    from multiprocessing import forkserver
+
+    from taskq.worker.cpu_runner import start_fork_server
+
+    def refuse() -> None:
+        raise FileNotFoundError("no usable temporary directory")
+
+    monkeypatch.setattr(forkserver, "ensure_running", refuse)
+    start_fork_server()  # no exception

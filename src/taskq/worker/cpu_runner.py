@@ -30,6 +30,7 @@ process is reaped (however ``run`` ends).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -189,10 +190,13 @@ def start_fork_server() -> None:
     """Start the pool's fork server now (``procpool.forkserver.start_now``). The worker
     calls it as soon as its registry says it will run a pool, before it imports its store
     and connects: the server's interpreter and imports then overlap those, off the path
-    to the first CPU job (~100 ms earlier on 2 cores)."""
+    to the first CPU job (~100 ms earlier on 2 cores). Only a head start: where it cannot
+    start now (no temporary directory for its socket, ...), the pool's first process
+    tries again and reports what fails as every pool start does."""
     from ..procpool.forkserver import start_now
 
-    start_now()
+    with contextlib.suppress(OSError):
+        start_now()
 
 
 def _snoozed(exc: BaseException) -> float | None:
