@@ -52,7 +52,7 @@ from ..jobs import ClaimedJob, WorkerInfo
 from ..lifecycle import Ended, Part, Parts, PartState
 from ..logs import get_logger
 from ..middleware import Middleware
-from ..registry import Registry, load_registry
+from ..registry import AnyActor, Registry, load_registry
 from ..restart import RestartPolicy
 from ..settings import dsn_kind, read_dsn_file, redact
 from ..store import Store, create_store
@@ -154,6 +154,7 @@ class Worker:
         self.heartbeat: Heartbeat | None = None
         self.fetcher: Fetcher | None = None
         self.queues: list[str] = []
+        self.consumed: list[AnyActor] = []  # the registry's actors on those queues (in run())
         self.concurrency = config.max_concurrency or 0  # resolved against the registry in run()
         self._parent = parent
         self._reload = CredentialReload(
@@ -236,7 +237,8 @@ class Worker:
         self.concurrency = config.max_concurrency or default_concurrency(
             registry, config.cpu_processes
         )
-        if any(a.cpu_bound for a in registry if a.queue in self.queues):
+        self.consumed = [a for a in registry if a.queue in self.queues]
+        if any(a.cpu_bound for a in self.consumed):
             start_fork_server()  # the pool's fork server imports while the stores open
         idle = sorted(set(self.queues) - registry.queues)
         if idle:
@@ -298,7 +300,7 @@ class Worker:
         )
         threads = ThreadRunner()
         backlog = _backlog(store, config, self.id, self.queues)
-        consumed = [a for a in registry if a.queue in self.queues]
+        consumed = self.consumed
         cpu_actors = frozenset(a.name for a in consumed if a.cpu_bound)
         # a pool only where a consumed queue has a cpu_bound actor
         cpu = CpuRunner(config, needed=bool(cpu_actors))
