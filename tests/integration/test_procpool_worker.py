@@ -23,7 +23,7 @@ from tests.support import worker_cpu_actors as mixed
 from tests.support.helpers import migrated_store, wait_until
 from tests.support.procpool_actors import kernel_takes_custom_slices, scheduler_slice
 from tests.support.procpool_support import assert_no_process_left
-from tests.support.worker_harness import running_worker, wait_for_states
+from tests.support.worker_harness import ROOT, running_worker, wait_for_states
 
 ACTORS = "tests.support.procpool_actors:registry"
 
@@ -214,26 +214,14 @@ async def test_a_mixed_worker_claims_its_cpu_backlog_without_waiting_for_the_pol
 # of cpu actors whose store creation looks for its fork server, then refuses to start.
 _FORK_SERVER_BEFORE_THE_STORE = """
 import json, os, sys
-from pathlib import Path
 import taskq.worker.worker as module
 from taskq.exceptions import ConfigError
 from taskq.worker.config import WorkerConfig
 from taskq.worker.main import run
-
-def fork_servers():
-    found = []
-    for task in Path("/proc/self/task").iterdir():
-        for pid in (task / "children").read_text().split():
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"multiprocessing.forkserver" in cmdline:
-                found.append(int(pid))
-    return found
+from tests.support.procpool_support import fork_servers
 
 def create_store(*args, **kwargs):
-    print(json.dumps(fork_servers()), flush=True)
+    print(json.dumps(fork_servers(os.getpid())), flush=True)
     raise ConfigError("stopped by the test once the store was asked for")
 
 module.create_store = create_store
@@ -253,6 +241,7 @@ def test_the_fork_server_is_starting_before_the_worker_creates_its_store(tmp_pat
 
     done = subprocess.run(
         [sys.executable, "-c", _FORK_SERVER_BEFORE_THE_STORE, ACTORS, str(tmp_path / "q.db")],
+        cwd=ROOT,  # tests.support is importable there
         capture_output=True,
         text=True,
         timeout=60,

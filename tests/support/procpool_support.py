@@ -120,12 +120,21 @@ def descendants(root: int) -> dict[int, str]:
     return found
 
 
-def _is_forkserver(pid: int) -> bool:
+def _cmdline(pid: int) -> bytes:
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        return False
+        return b""
+
+
+def _is_forkserver(pid: int) -> bool:
+    cmdline = _cmdline(pid)
     return b"multiprocessing.forkserver" in cmdline or b"resource_tracker" in cmdline
+
+
+def fork_servers(root: int) -> list[int]:
+    """The multiprocessing fork servers among ``root``'s live descendants."""
+    return [pid for pid in descendants(root) if b"multiprocessing.forkserver" in _cmdline(pid)]
 
 
 def leftover_processes() -> dict[int, str]:
@@ -143,10 +152,7 @@ def _cmdlines(pids: dict[int, str]) -> dict[int, str]:
     """What each left-behind process is (a leak's owner is then easy to find)."""
     found = {}
     for pid in pids:
-        try:
-            found[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            found[pid] = "?"
+        found[pid] = _cmdline(pid).replace(b"\0", b" ").decode() or "?"
     return found
 
 
