@@ -71,3 +71,19 @@ async def test_the_pace_is_measured_from_the_batches_written(store):
     clock.advance(0.010)  # 20 outcomes in 10 ms
     await write_all(acker, store, jobs[10:], idempotent=True)
     assert acker.pace == pytest.approx(2000.0)
+
+
+async def test_an_outcome_no_other_job_can_join_is_written_at_once(store):
+    worker = uuid7()
+    await store.enqueue([spec(idempotent=True) for _ in range(3)])
+    first, second, third = await claim_all(store, worker)
+    holding = [second]  # the worker's jobs that may still end (its buffer's in_flight)
+    acker = Acker(store, worker, linger=3600.0, in_flight=lambda: len(holding))
+    acker.add(outcomes.succeeded(first, None, 1000), idempotent=True)
+    assert acker.linger_now() == 3600.0  # another job runs: the batch waits for it
+
+    holding.clear()  # nothing left that could end within a linger
+    assert acker.linger_now() == 0.0
+    # written with no wait (an hour's base linger would outlast the test's deadline)
+    await write_all(acker, store, [third], idempotent=False)
+    assert (await store.get_job(first.id)).state == "succeeded"

@@ -73,6 +73,28 @@ async def test_acker_sends_collected_outcomes_as_one_complete_call(store):
     assert len(jobs) == 50
 
 
+async def test_a_workers_acker_waits_for_company_only_while_it_holds_a_job(
+    target, store, runs_file, tmp_path
+):
+    """The acker reads the worker's job buffer: idle, an outcome is written at once;
+    while a job runs, a batch waits (the linger) for that job's outcome to join it."""
+    release = str(tmp_path)
+    async with running_worker(target, queues=("held",), max_concurrency=2) as worker:
+        assert worker.acker is not None
+        assert worker.acker.linger_now() == 0.0  # nothing claimed: nothing can join
+        async with AsyncClient(store=store) as client:
+            job_id = await client.enqueue(actors.held_idempotent, "running", release)
+            await async_wait_until(lambda: _started(runs_file, "running"), what="the held job")
+            assert worker.acker.linger_now() > 0.0  # its outcome may join the batch
+            (tmp_path / "running").touch()
+            await wait_for_states(store, [job_id], {"succeeded"})
+            assert worker.acker.linger_now() == 0.0
+
+
+async def _started(runs_file, key: str) -> bool:
+    return key in actors.runs(runs_file, "start")
+
+
 async def test_pruner_prunes_old_succeeded_jobs_and_silent_worker_rows(target, store):
     stale = WorkerInfo(id=uuid7(), pid=1, hostname="gone", queues=["default"])
     await store.register_worker(stale)

@@ -18,6 +18,12 @@ Only outcomes of idempotent jobs wait: while the acker holds the outcome of a jo
 must never run twice, it writes after the base linger (a worker killed in the window
 leaves that job to the crash rules, which do not re-run it).
 
+No company in sight, no wait: when the worker runs and holds no other job
+(``in_flight``, the job buffer's count, is 0 when the acker wakes), no outcome can join
+the batch within a linger, and it is written at once. A lone job's end (the last job of
+a drain, a workflow's step that the next step waits for, a job whose caller waits on
+its result) is recorded ~2 ms sooner.
+
 When the store is unavailable the batch is kept and retried with backoff. Writes are
 fenced by ``(id, attempt, worker_id)`` in the store, so re-sending a batch whose first
 attempt did commit, or acknowledging a job whose lease another worker took over, changes
@@ -73,12 +79,15 @@ class Acker:
         max_batch: int = 200,
         linger: float = LINGER,
         clock: Callable[[], float] = time.monotonic,
+        in_flight: Callable[[], int] | None = None,
     ) -> None:
         self._store = store
         self._worker_id = worker_id
         self.max_batch = max_batch
         self.linger = linger
         self._clock = clock
+        #: how many jobs the worker holds that may still end (None: unknown, always linger)
+        self._in_flight = in_flight
         #: outcomes a second, over the last batches (0.0: none measured yet)
         self.pace = 0.0
         self._last_write: float | None = None  # when the last batch went out (the clock's)
@@ -114,6 +123,8 @@ class Acker:
 
     def linger_now(self) -> float:
         """How long the batch in hand waits for company (see the module's docstring)."""
+        if self._in_flight is not None and self._in_flight() == 0:
+            return 0.0  # no job left that could end within a linger
         wanted = PACED_BATCH - len(self._outcomes)
         if self._holds_non_idempotent or wanted <= 0 or self.pace <= 0.0:
             return self.linger
@@ -177,7 +188,9 @@ class Acker:
         while True:
             await self._wake.wait()
             if not self._closing and len(self._outcomes) < self.max_batch:
-                await asyncio.sleep(self.linger_now())
+                linger = self.linger_now()
+                if linger > 0.0:
+                    await asyncio.sleep(linger)
             if not await self._write_once() and not self._closing:
                 continue
             if not self.pending:

@@ -326,7 +326,7 @@ class Worker:
         elif cpu_actors:  # cpu actors only: claims in batches
             refill_at = cpu_refill(processes, self.concurrency)
         buffer = JobBuffer(self.concurrency, config.prefetch, share, refill_at)
-        acker = self.acker = Acker(store, self.id)
+        acker = self.acker = Acker(store, self.id, in_flight=lambda: buffer.in_flight)
         heartbeat = self.heartbeat = Heartbeat(
             hb_store,
             info,
