@@ -112,9 +112,11 @@ def drain_by_lines(
     enqueue: Callable[[Sequence[str]], None] | None,
     worker_cmd: Sequence[str],
     pending: Callable[[], int] | None,
+    poll: float = 0.02,
 ) -> dict:
     """Enqueue ``n`` jobs (``enqueue``; None: the worker has them in memory), spawn the
-    worker, time spawn -> ``n`` done lines -> the store shows nothing pending."""
+    worker, time spawn -> ``n`` done lines -> the store shows nothing pending (each
+    looked at every ``poll`` seconds)."""
     keys = [str(i) for i in range(args.n)]
     if enqueue is not None:
         for start in range(0, len(keys), args.batch):
@@ -132,12 +134,14 @@ def drain_by_lines(
                 lambda: lines.poll() >= args.n or proc.poll() is not None,
                 args.timeout,
                 f"{args.n} jobs to run",
-                interval=0.02,
+                interval=poll,
             )
             if lines.poll() < args.n:
                 raise RuntimeError(f"worker exited {proc.returncode}: {_common.tail(log)}")
             if pending is not None:
-                _common.wait_for(lambda: pending() == 0, args.timeout, "the queue to empty", 0.01)
+                _common.wait_for(
+                    lambda: pending() == 0, args.timeout, "the queue to empty", poll / 2
+                )
         except TimeoutError as exc:
             raise TimeoutError(f"{exc}; worker log: {_common.tail(log)}") from None
         end = time.time()

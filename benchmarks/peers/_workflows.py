@@ -8,9 +8,10 @@ then=...)``; Celery: ``chord(group(...), callback)``). Every body appends one ``
 line (``_cpu.done``), the fan-in's last (it runs after every other), so both are timed
 the same way: first body -> every line written and nothing pending in the store. The
 figure is the workflow's time over the plain jobs' (``overhead_x``), within one system.
-At this size a drain takes tens of milliseconds, so each run makes ``reps`` pairs
-(plain, then workflow, a fresh worker each) and reports the medians: the time of each,
-and the median of the pairs' ratios.
+At this size a drain takes tens of milliseconds, so the lines and the store are looked at
+every ``POLL`` seconds (the CPU drains' 20 ms would be a fifth of one), and each run makes
+``reps`` pairs (plain, then workflow, a fresh worker each) and reports the medians: the
+time of each, and the median of the pairs' ratios.
 
 ``wf_enqueue``: the time to enqueue one workflow of ``n`` steps (``n - 1`` side by side
 and a fan-in after them), the call alone, median of ``runs``; the workflow is built
@@ -26,6 +27,8 @@ from collections.abc import Callable, Sequence
 
 import _common
 import _cpu
+
+POLL = 0.002  # seconds between looks at the done lines (the store: half that)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,11 +50,11 @@ def fanin(
     pairs = []
     for _ in range(args.reps):
         plain = _cpu.drain_by_lines(
-            peer, args, enqueue=enqueue_plain, worker_cmd=worker_cmd, pending=pending
+            peer, args, enqueue=enqueue_plain, worker_cmd=worker_cmd, pending=pending, poll=POLL
         )
         enqueue_workflow(keys)
         flow = _cpu.drain_by_lines(
-            peer, with_fanin, enqueue=None, worker_cmd=worker_cmd, pending=pending
+            peer, with_fanin, enqueue=None, worker_cmd=worker_cmd, pending=pending, poll=POLL
         )
         pairs.append((plain, flow))
     med = statistics.median

@@ -274,7 +274,8 @@ class ClaimedJob:
     run_alone: bool = False  # blamed for a death it shared: run it with nothing else
     workflow_id: UUID | None = None  # a workflow's step (docs/workflows.md), else None
     step: str | None = None  # the step's name
-    upstream: tuple[UUID, ...] = ()  # the step's upstream steps (their results it reads)
+    #: how many steps it runs after (the store reads their results by this job's id)
+    upstream_steps: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,7 @@ async def test_every_column_of_a_claimed_run_comes_back(store, path):
     assert (c.attempt, c.max_attempts, c.crash_count, c.max_crashes) == (1, 7, 0, 4)
     assert (c.idempotent, c.snooze_count, c.run_alone) == (False, 0, False)
     assert json.loads(c.meta_json or "null") == {"m": 1}
-    assert (c.workflow_id, c.step, c.upstream) == (None, None, ())
+    assert (c.workflow_id, c.step, c.upstream_steps) == (None, None, 0)
 
 
 async def test_claim_respects_limit_queues_and_excluded_actors(store):

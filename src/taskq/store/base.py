@@ -162,8 +162,9 @@ class Store(Protocol):
     async def get_workflow(self, workflow_id: UUID) -> WorkflowInfo | None:
         """A workflow and its steps (in the order they were added), or None."""
 
-    async def upstream_results(self, step_ids: Sequence[UUID]) -> dict[str, Any]:
-        """``{step name: result}`` of these steps (a starting step's ``upstream``)."""
+    async def upstream_results(self, step_id: UUID) -> dict[str, Any]:
+        """``{step name: result}`` of the steps that step ``step_id`` runs after (its
+        upstream steps, as it starts); {} for a step that runs after none."""
 
     async def cancel_workflow(self, workflow_id: UUID, *, by: str | None = None) -> int | None:
         """Cancel a workflow: its queued steps now, its running ones asked to stop (as

@@ -25,8 +25,10 @@ def _json(value: str | None) -> Any:
 
 
 def _step(r: Row) -> ClaimedJob:
-    """A claimed workflow step: its ``workflow`` column is [workflow id, step, upstream]."""
-    workflow_id, step, upstream = json.loads(r["workflow"])
+    """A claimed workflow step: its ``workflow`` column is [workflow id, step, how many
+    upstream steps] (their ids stay in the store: a fan-in of thousands would decode and
+    send them back to read their results)."""
+    workflow_id, step, upstream_steps = json.loads(r["workflow"])
     return ClaimedJob(
         id=UUID(str(r["id"])),
         actor=r["actor"],
@@ -43,7 +45,7 @@ def _step(r: Row) -> ClaimedJob:
         run_alone=bool(r["run_alone"]),
         workflow_id=UUID(workflow_id),
         step=step,
-        upstream=tuple(UUID(u) for u in upstream or ()),
+        upstream_steps=upstream_steps or 0,
     )
 
 

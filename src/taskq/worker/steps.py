@@ -9,7 +9,7 @@ workflow never reaches this module (the executor checks ``job.workflow_id``).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any
 from uuid import UUID
@@ -24,7 +24,7 @@ from . import outcomes
 
 log = get_logger(__name__)
 
-UpstreamReader = Callable[[Sequence[UUID]], Awaitable[dict[str, Any]]]
+UpstreamReader = Callable[[UUID], Awaitable[dict[str, Any]]]
 
 
 class Steps:
@@ -40,9 +40,9 @@ class Steps:
         not be read (the job is then given back)."""
         assert job.workflow_id is not None and job.step is not None
         results: dict[str, Any] = {}
-        if job.upstream and self._upstream is not None:
+        if job.upstream_steps and self._upstream is not None:
             try:
-                results = await self._upstream(job.upstream)
+                results = await self._upstream(job.id)
             except StoreError as exc:
                 log.event(
                     STEP_UPSTREAM_UNREADABLE,

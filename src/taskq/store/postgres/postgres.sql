@@ -403,13 +403,15 @@ set_config('synchronous_commit',
 
 -- fragment: claimed_columns
 -- description: The claimed rows' columns (claim, claim_limited), JSON as text.
--- A workflow's step carries [workflow id, step name, upstream ids] as one JSON column
--- (NULL for every other job: one column, not three, on the plain job's path).
+-- A workflow's step carries [workflow id, step name, how many upstream steps] as one JSON
+-- column (NULL for every other job: one column, not three, on the plain job's path). Not
+-- the upstream ids: workflow_upstream_results reads them here, by the step's id.
 jobs.id, jobs.actor, jobs.queue, jobs.args::text AS args, jobs.kwargs::text AS kwargs,
 jobs.attempt, jobs.max_attempts, jobs.crash_count, jobs.max_crashes, jobs.idempotent,
 jobs.priority, jobs.run_at, jobs.snooze_count, jobs.run_alone, jobs.meta::text AS meta,
 CASE WHEN jobs.workflow_id IS NOT NULL
-     THEN json_build_array(jobs.workflow_id, jobs.step, jobs.upstream)::text END AS workflow
+     THEN json_build_array(jobs.workflow_id, jobs.step, cardinality(jobs.upstream))::text
+END AS workflow
 
 -- fragment: claim_picked
 -- description: Start a run of each picked job (CTE picked: ids) and return its columns.
@@ -1109,8 +1111,14 @@ ORDER BY id DESC
 LIMIT %(limit)s;
 
 -- name: workflow_upstream_results
--- description: The name and result of each of these steps (a step's `upstream`, as it starts).
-SELECT step, result::text AS result FROM {schema}.jobs WHERE id = ANY(%(ids)s::uuid[]);
+-- description: The name and result of each upstream step of this step (as it starts).
+-- The ids are read here, by the step's id: a fan-in of 1,000 steps decoded 1,000 UUIDs
+-- from its claim and sent them back (37 kB), ~3 ms of the worker's time on its start.
+SELECT u.step, u.result::text AS result
+FROM {schema}.jobs s
+CROSS JOIN LATERAL unnest(s.upstream) AS up(id)
+JOIN {schema}.jobs u ON u.id = up.id
+WHERE s.id = %(id)s;
 
 -- name: workflow_request_cancel
 -- description: Cancel a workflow's steps: queued ones now; running ones are marked and their workers told.

@@ -73,12 +73,8 @@ class PostgresWorkflows:
         steps = await self._db.fetchall("workflow_steps", {"id": workflow_id})
         return workflow_info(CODEC, row, steps, ids=_ids)
 
-    async def upstream_results(self, step_ids: Sequence[UUID]) -> dict[str, Any]:
-        if not step_ids:
-            return {}
-        rows = await self._db.fetchall(
-            "workflow_upstream_results", {"ids": pgarray.uuids(step_ids)}
-        )
+    async def upstream_results(self, step_id: UUID) -> dict[str, Any]:
+        rows = await self._db.fetchall("workflow_upstream_results", {"id": step_id})
         return upstream_results(rows)
 
     async def cancel_workflow(self, workflow_id: UUID, *, by: str | None = None) -> int | None:

@@ -262,7 +262,7 @@ WHERE id IN (
 RETURNING id, actor, queue, args, kwargs, attempt, max_attempts, crash_count, max_crashes,
           idempotent, priority, run_at, snooze_count, meta, run_alone,
           CASE WHEN workflow_id IS NOT NULL
-               THEN json_array(workflow_id, step, json(upstream)) END AS workflow;
+               THEN json_array(workflow_id, step, json_array_length(upstream)) END AS workflow;
 
 -- name: limits_exist
 -- description: Does any limit apply to a claim on these queues?
@@ -318,7 +318,7 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND state = 'queued'
 RETURNING id, actor, queue, args, kwargs, attempt, max_attempts, crash_count, max_crashes,
           idempotent, priority, run_at, snooze_count, meta, run_alone,
           CASE WHEN workflow_id IS NOT NULL
-               THEN json_array(workflow_id, step, json(upstream)) END AS workflow;
+               THEN json_array(workflow_id, step, json_array_length(upstream)) END AS workflow;
 
 -- name: count_limit_starts
 -- description: Add the claimed jobs to the current start bucket (1/20 period) of each rate limit they fall under.
@@ -772,8 +772,9 @@ ORDER BY id DESC
 LIMIT :limit;
 
 -- name: workflow_upstream_results
--- description: The name and result of each of these steps (a step's `upstream`, as it starts).
-SELECT step, result FROM jobs WHERE id IN (SELECT value FROM json_each(:ids));
+-- description: The name and result of each upstream step of this step (as it starts).
+SELECT step, result FROM jobs
+WHERE id IN (SELECT value FROM json_each((SELECT upstream FROM jobs WHERE id = :id)));
 
 -- name: workflow_request_cancel
 -- description: Cancel a workflow's steps: queued ones now; running ones are marked (their workers poll).

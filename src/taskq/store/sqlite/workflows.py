@@ -69,10 +69,8 @@ class SqliteWorkflows:
     async def get_workflow(self, workflow_id: UUID) -> WorkflowInfo | None:
         return await self.run(self._get_workflow, workflow_id)
 
-    async def upstream_results(self, step_ids: Sequence[UUID]) -> dict[str, Any]:
-        if not step_ids:
-            return {}
-        params = {"ids": _json_ids(step_ids)}
+    async def upstream_results(self, step_id: UUID) -> dict[str, Any]:
+        params = {"id": str(step_id)}
         rows = await self.run(
             lambda: self.db.execute(Q["workflow_upstream_results"], params).fetchall()
         )
