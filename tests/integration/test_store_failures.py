@@ -23,12 +23,14 @@ from taskq.exceptions import (
     StoreUnavailable,
 )
 from taskq.ids import uuid7, uuid7_ints
-from taskq.jobs import JobColumns, new_job_ids
+from taskq.jobs import JobColumns, Outcome, OutcomeKind, new_job_ids
 from taskq.store import Store, create_store
 from taskq.store.sqlfile import load_migrations
 from taskq.store.sqlite import SqliteStore
 from tests.support.helpers import async_wait_until
 from tests.support.storekit import another_store, spec
+
+SUCCEEDED = OutcomeKind.SUCCEEDED
 
 
 @asynccontextmanager
@@ -116,6 +118,34 @@ async def test_the_producers_kept_connection_killed_while_idle_is_replaced(pg_ta
         await store.enqueue_columns(plain_jobs(1))
         await store.enqueue_columns(plain_jobs(150))  # the COPY path on it too
         assert (await store.stats())["queued"] == 152
+
+
+async def test_acknowledgements_run_on_the_kept_connection(pg_target):
+    """complete and give_back go through the kept connection: one backend prepares them
+    and compiles the workflow triggers (the pool hands its connections out in turn)."""
+    async with tagged_store(pg_target) as (store, _app):
+        await store.enqueue_columns(plain_jobs(2))  # an enqueue keeps its connection
+        kept = store._db._spare  # type: ignore[attr-defined]
+        assert kept is not None
+        worker = uuid7()
+        done, back = (await store.claim(worker, ["default"], 2, 30.0)).jobs
+
+        async def last_statement() -> str:
+            async with store._db.connection() as conn:  # type: ignore[attr-defined]
+                cur = await conn.execute(
+                    "SELECT query FROM pg_stat_activity WHERE pid = %s",
+                    [kept.conn.info.backend_pid],
+                )
+                row = await cur.fetchone()
+            assert row is not None
+            return str(row[0])
+
+        assert await store.complete(worker, [Outcome(done.id, done.attempt, SUCCEEDED)]) == 1
+        assert store._db._spare is kept  # type: ignore[attr-defined]
+        assert "WITH outcome AS" in await last_statement()
+        assert await store.give_back(worker, [(back.id, back.attempt)]) == 1
+        assert store._db._spare is kept  # type: ignore[attr-defined]
+        assert "WITH returned AS" in await last_statement()
 
 
 async def test_concurrent_enqueues_share_the_pool_and_keep_one_connection(pg_target):

@@ -55,8 +55,8 @@ CONNECT_TIMEOUT = 5.0  # seconds, unless the DSN sets connect_timeout
 #: the ``application_name`` of every connection through a pooler (see ``conninfo_for``)
 POOLED_NAME = "taskq"
 CHECKOUT_TIMEOUT = 10.0  # waiting for a pooled connection before StoreUnavailable
-#: how long the producer's spare connection (``Connections.producer``) may stay out of
-#: the pool before it goes back (so the pool's max_lifetime and checks still reach it)
+#: how long the kept connection (``Connections.producer``, ``kept``) may stay out of the
+#: pool before it goes back (so the pool's max_lifetime and checks still reach it)
 SPARE_MAX_AGE = 60.0
 _MISSING_SCHEMA = (
     pg_errors.UndefinedTable,
@@ -389,6 +389,26 @@ class Connections:
         if spare is not None:
             await spare.pool.putconn(spare.conn)
 
+    @asynccontextmanager
+    async def kept(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        """The kept connection (``producer``'s) for statements a worker sends all the time:
+        its acknowledgements. The pool hands its connections out in turn (first in, first
+        out), so each ack went to the next backend, which had to prepare ``complete`` for
+        itself (psycopg prepares a statement on a connection's fifth run; Postgres plans
+        its first five runs each) and, for a workflow's steps, compile the trigger
+        functions: three backends warmed up instead of one. Kept, the acks stay on one
+        backend while they come (``SPARE_MAX_AGE``). Errors translated, as
+        ``connection``'s."""
+        spare = await self.producer()
+        ok = False
+        try:
+            yield spare.conn
+            ok = True
+        except psycopg.Error as exc:
+            raise self.translate(exc) from exc
+        finally:
+            await self.release(spare, ok)
+
     # -- one statement -----------------------------------------------------------------
     async def fetchall(self, name: str, params: dict[str, Any] | None = None) -> list[DictRow]:
         async with self.connection() as conn:
@@ -402,9 +422,18 @@ class Connections:
             await cur.execute(self.q[name], params)
             return await cur.fetchone()
 
-    async def fetchvalue(self, name: str, column: str, params: dict[str, Any]) -> int:
-        """One count a statement returns in its one row."""
-        row = await self.fetchone(name, params)
+    async def fetchvalue(
+        self, name: str, column: str, params: dict[str, Any], *, kept: bool = False
+    ) -> int:
+        """One count a statement returns in its one row (``kept``: on the kept
+        connection, see ``kept``)."""
+        if kept:
+            async with self.kept() as conn:
+                cur = conn.cursor(row_factory=dict_row)
+                await cur.execute(self.q[name], params)
+                row = await cur.fetchone()
+        else:
+            row = await self.fetchone(name, params)
         assert row is not None, f"{name} returns one row"
         return int(row[column])
 

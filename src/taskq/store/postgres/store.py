@@ -474,7 +474,10 @@ class PostgresStore(PostgresWorkflows, Upkeep):
         if not outcomes:
             return 0
         return await self._db.fetchvalue(
-            "complete", "changed", pgarray.complete_params(worker_id, self.channel, outcomes)
+            "complete",
+            "changed",
+            pgarray.complete_params(worker_id, self.channel, outcomes),
+            kept=True,
         )
 
     async def give_back(self, worker_id: UUID, jobs: Sequence[tuple[UUID, int]]) -> int:
@@ -489,6 +492,7 @@ class PostgresStore(PostgresWorkflows, Upkeep):
                 "ids": pgarray.uuids([j[0] for j in jobs]),
                 "attempts": pgarray.ints([j[1] for j in jobs]),
             },
+            kept=True,
         )
 
     async def rescue_worker(

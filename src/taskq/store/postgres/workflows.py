@@ -108,7 +108,7 @@ class PostgresWorkflows:
     async def complete_fanout(
         self, worker_id: UUID, outcome: Outcome, added: Sequence[StepRow]
     ) -> int:
-        async with self._db.connection() as conn, conn.transaction():
+        async with self._db.kept() as conn, conn.transaction():
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(
                 self._db.q["workflow_fanout_fence"],
