@@ -416,8 +416,11 @@ class Connections:
             await cur.execute(self.q[name], params)
             return await cur.fetchall()
 
-    async def fetchone(self, name: str, params: dict[str, Any] | None = None) -> DictRow | None:
-        async with self.connection() as conn:
+    async def fetchone(
+        self, name: str, params: dict[str, Any] | None = None, *, kept: bool = False
+    ) -> DictRow | None:
+        """The statement's first row (``kept``: on the kept connection, see ``kept``)."""
+        async with self.kept() if kept else self.connection() as conn:
             cur = conn.cursor(row_factory=dict_row)
             await cur.execute(self.q[name], params)
             return await cur.fetchone()
@@ -425,15 +428,8 @@ class Connections:
     async def fetchvalue(
         self, name: str, column: str, params: dict[str, Any], *, kept: bool = False
     ) -> int:
-        """One count a statement returns in its one row (``kept``: on the kept
-        connection, see ``kept``)."""
-        if kept:
-            async with self.kept() as conn:
-                cur = conn.cursor(row_factory=dict_row)
-                await cur.execute(self.q[name], params)
-                row = await cur.fetchone()
-        else:
-            row = await self.fetchone(name, params)
+        """One count a statement returns in its one row."""
+        row = await self.fetchone(name, params, kept=kept)
         assert row is not None, f"{name} returns one row"
         return int(row[column])
 
