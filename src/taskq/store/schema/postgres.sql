@@ -277,6 +277,7 @@ CREATE OR REPLACE FUNCTION workflow_steps_advance()
  RETURNS trigger
  LANGUAGE plpgsql
  SET search_path TO '<schema>'
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 DECLARE
     channel  text := left('taskq_' || TG_TABLE_SCHEMA, 63);
