@@ -3,7 +3,7 @@
 | module | what it is |
 |---|---|
 | ``store.py`` | ``PostgresStore``: one method per ``Store`` call |
-| ``connections.py`` | the DSN, the pool, the producer's kept connection, driver errors mapped |
+| ``connections.py`` | the DSN, the pool, the kept connection, driver errors mapped |
 | ``here.py`` | the synchronous ``Client``'s enqueue on its calling threads (``LocalEnqueue``) |
 | ``bulk.py`` | COPY of a large batch (plain, or staged for unique keys) |
 | ``claims.py`` | the claim connection and its pipelines (plain, checking limits, limited) |

@@ -1,4 +1,4 @@
-"""The Postgres store's connections: the pool, the producer's kept connection, errors.
+"""The Postgres store's connections: the pool, the kept connection (enqueues, acks), errors.
 
 Every pooled connection runs in autocommit, so each hot-path call is one statement and
 one round trip. No connection carries session state taskq relies on: the SQL names its
@@ -55,8 +55,8 @@ CONNECT_TIMEOUT = 5.0  # seconds, unless the DSN sets connect_timeout
 #: the ``application_name`` of every connection through a pooler (see ``conninfo_for``)
 POOLED_NAME = "taskq"
 CHECKOUT_TIMEOUT = 10.0  # waiting for a pooled connection before StoreUnavailable
-#: how long the kept connection (``Connections.producer``, ``kept``) may stay out of the
-#: pool before it goes back (so the pool's max_lifetime and checks still reach it)
+#: how long the kept connection (``Connections.kept``) may stay out of the pool before it
+#: goes back (so the pool's max_lifetime and checks still reach it)
 SPARE_MAX_AGE = 60.0
 _MISSING_SCHEMA = (
     pg_errors.UndefinedTable,
@@ -109,9 +109,18 @@ def hung_up(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> boo
     return bool(readable)
 
 
+async def _first_row(
+    conn: psycopg.AsyncConnection, query: str, params: dict[str, Any] | None
+) -> DictRow | None:
+    cur = conn.cursor(row_factory=dict_row)
+    await cur.execute(query, params)
+    return await cur.fetchone()
+
+
 @dataclass(slots=True)
 class Spare:
-    """A pooled connection the store keeps between two enqueues, with its cursor."""
+    """The pooled connection a store keeps between uses (``Connections.kept``), with its
+    cursor."""
 
     pool: AsyncConnectionPool
     conn: psycopg.AsyncConnection
@@ -310,7 +319,7 @@ class Connections:
         return old_pool
 
     def open_connections(self) -> int:
-        """The pool's connections now (in use, idle, and the producer's kept one)."""
+        """The pool's connections now (in use, idle, and the kept one)."""
         return 0 if self.pool is None else int(self.pool.get_stats().get("pool_size", 0))
 
     async def close(self) -> None:
@@ -355,12 +364,32 @@ class Connections:
             raise self.translate(exc) from exc
         return pool, conn
 
-    # -- the producer's kept connection -------------------------------------------------
-    async def producer(self) -> Spare:
-        """A connection (and cursor) for one enqueue: the spare one kept since the last
-        enqueue when there is one, else one from the pool as ``connection`` checks it out.
-        Saves the pool's checkout and return and a new cursor on every single enqueue
-        (~20% of its client CPU); ``release`` hands it back."""
+    # -- the kept connection -------------------------------------------------------------
+    @asynccontextmanager
+    async def kept(self) -> AsyncIterator[Spare]:
+        """The kept connection and its cursor, for the statements a store sends all the
+        time: single enqueues (the pool's checkout and return and a new cursor were ~20%
+        of one's client CPU) and a worker's acknowledgements (the pool hands its
+        connections out in turn, first in, first out, so each ack went to the next
+        backend, which had to prepare ``complete`` for itself (psycopg prepares a
+        statement on a connection's fifth run; Postgres plans its first five runs each)
+        and, for a workflow's steps, compile the trigger functions: three backends warmed
+        up instead of one). Kept out of the pool between uses while each ends cleanly,
+        idle and young (``SPARE_MAX_AGE``); a caller that finds it in use gets one from
+        the pool, kept afterwards if none is. Errors translated, as ``connection``'s."""
+        spare = await self._take_spare()
+        ok = False
+        try:
+            yield spare
+            ok = True
+        except psycopg.Error as exc:
+            raise self.translate(exc) from exc
+        finally:
+            await self._keep(spare, ok)
+
+    async def _take_spare(self) -> Spare:
+        """The kept connection when there is one (and the server has not hung up on it),
+        else one from the pool as ``connection`` checks it out."""
         spare, self._spare = self._spare, None
         if spare is not None:
             if spare.pool is self.pool and not hung_up(spare.conn):
@@ -370,8 +399,8 @@ class Connections:
         pool, conn = await self._checkout()
         return Spare(pool, conn, conn.cursor(), time.monotonic())
 
-    async def release(self, spare: Spare, ok: bool) -> None:
-        """Keep ``spare`` for the next enqueue if it ended cleanly, idle and young, and no
+    async def _keep(self, spare: Spare, ok: bool) -> None:
+        """Keep ``spare`` for the next use if it ended cleanly, idle and young, and no
         other is kept; else back to its pool (which checks, resets or drops it)."""
         if (
             ok
@@ -389,26 +418,6 @@ class Connections:
         if spare is not None:
             await spare.pool.putconn(spare.conn)
 
-    @asynccontextmanager
-    async def kept(self) -> AsyncIterator[psycopg.AsyncConnection]:
-        """The kept connection (``producer``'s) for statements a worker sends all the time:
-        its acknowledgements. The pool hands its connections out in turn (first in, first
-        out), so each ack went to the next backend, which had to prepare ``complete`` for
-        itself (psycopg prepares a statement on a connection's fifth run; Postgres plans
-        its first five runs each) and, for a workflow's steps, compile the trigger
-        functions: three backends warmed up instead of one. Kept, the acks stay on one
-        backend while they come (``SPARE_MAX_AGE``). Errors translated, as
-        ``connection``'s."""
-        spare = await self.producer()
-        ok = False
-        try:
-            yield spare.conn
-            ok = True
-        except psycopg.Error as exc:
-            raise self.translate(exc) from exc
-        finally:
-            await self.release(spare, ok)
-
     # -- one statement -----------------------------------------------------------------
     async def fetchall(self, name: str, params: dict[str, Any] | None = None) -> list[DictRow]:
         async with self.connection() as conn:
@@ -420,10 +429,11 @@ class Connections:
         self, name: str, params: dict[str, Any] | None = None, *, kept: bool = False
     ) -> DictRow | None:
         """The statement's first row (``kept``: on the kept connection, see ``kept``)."""
-        async with self.kept() if kept else self.connection() as conn:
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(self.q[name], params)
-            return await cur.fetchone()
+        if kept:
+            async with self.kept() as spare:
+                return await _first_row(spare.conn, self.q[name], params)
+        async with self.connection() as conn:
+            return await _first_row(conn, self.q[name], params)
 
     async def fetchvalue(
         self, name: str, column: str, params: dict[str, Any], *, kept: bool = False

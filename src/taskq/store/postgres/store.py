@@ -1,7 +1,7 @@
 """The Postgres store: ``Store`` on psycopg 3 async, its SQL from ``postgres.sql``.
 
-The package's parts: ``connections.py`` (the DSN, the pool, the producer's kept
-connection, error mapping), ``here.py`` (the synchronous ``Client``'s connections),
+The package's parts: ``connections.py`` (the DSN, the pool, the kept connection of
+enqueues and acks, error mapping), ``here.py`` (the synchronous ``Client``'s connections),
 ``claims.py`` (the claim connection and its pipelines),
 ``listen.py`` (the LISTEN connection: new jobs on channel ``taskq_<schema>`` and cancel
 requests), ``insight.py`` (the operator's views). This module is the store itself: one
@@ -195,9 +195,7 @@ class PostgresStore(PostgresWorkflows, Upkeep):
     async def enqueue_columns(self, jobs: JobColumns) -> None:
         if not jobs.ids:
             return
-        spare = await self._db.producer()
-        ok = False
-        try:
+        async with self._db.kept() as spare:
             if len(jobs.ids) < COPY_THRESHOLD:  # one INSERT (enqueue_one for a single job)
                 await spare.cursor.execute(*columns_insert(self.enqueue_sql, jobs))
             else:  # one COPY on the autocommit connection: one statement, one transaction
@@ -205,11 +203,6 @@ class PostgresStore(PostgresWorkflows, Upkeep):
                 async with spare.cursor.copy(self.enqueue_sql[name]) as copy:
                     for block in blocks:
                         await copy.write(block)
-            ok = True
-        except psycopg.Error as exc:
-            raise self._db.translate(exc) from exc
-        finally:
-            await self._db.release(spare, ok)
 
     def enqueue_columns_here(self, jobs: JobColumns) -> None:
         """``enqueue_columns`` on the calling thread, on a synchronous connection

@@ -108,8 +108,8 @@ class PostgresWorkflows:
     async def complete_fanout(
         self, worker_id: UUID, outcome: Outcome, added: Sequence[StepRow]
     ) -> int:
-        async with self._db.kept() as conn, conn.transaction():
-            cur = conn.cursor(row_factory=dict_row)
+        async with self._db.kept() as spare, spare.conn.transaction():
+            cur = spare.conn.cursor(row_factory=dict_row)
             await cur.execute(
                 self._db.q["workflow_fanout_fence"],
                 {"id": outcome.job_id, "attempt": outcome.attempt, "worker_id": worker_id},
