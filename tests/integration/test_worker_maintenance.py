@@ -84,15 +84,13 @@ async def test_a_workers_acker_waits_for_company_only_while_it_holds_a_job(
         assert worker.acker.linger_now() == 0.0  # nothing claimed: nothing can join
         async with AsyncClient(store=store) as client:
             job_id = await client.enqueue(actors.held_idempotent, "running", release)
-            await async_wait_until(lambda: _started(runs_file, "running"), what="the held job")
+            await async_wait_until(
+                lambda: actors.started(runs_file, "running"), what="the held job"
+            )
             assert worker.acker.linger_now() > 0.0  # its outcome may join the batch
             (tmp_path / "running").touch()
             await wait_for_states(store, [job_id], {"succeeded"})
             assert worker.acker.linger_now() == 0.0
-
-
-async def _started(runs_file, key: str) -> bool:
-    return key in actors.runs(runs_file, "start")
 
 
 async def test_pruner_prunes_old_succeeded_jobs_and_silent_worker_rows(target, store):

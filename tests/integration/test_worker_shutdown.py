@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from taskq import AsyncClient
 from tests.conftest import WITH_POOLER, target_fixture
 from tests.support import worker_actors as actors
@@ -23,7 +21,7 @@ async def test_stop_gives_back_claimed_but_unstarted_jobs_without_charging(
         async with running_worker(
             target, queues=("held",), max_concurrency=1, prefetch=3, shutdown_grace=0.0
         ) as worker:
-            await async_wait_until(lambda: _started(runs_file, "first"), what="first job")
+            await async_wait_until(lambda: actors.started(runs_file, "first"), what="first job")
             rest = await client.enqueue_many(
                 actors.held_idempotent, [((f"r{i}", release), {}) for i in range(3)]
             )
@@ -37,10 +35,6 @@ async def test_stop_gives_back_claimed_but_unstarted_jobs_without_charging(
         jobs = await wait_for_states(store, [first, *rest], {"queued"})
     assert all(j.attempts == 0 and j.crash_count == 0 for j in jobs)
     assert actors.runs(runs_file, "start") == ["first"]  # the others never started
-
-
-async def _started(runs_file: Path, key: str) -> bool:
-    return key in actors.runs(runs_file, "start")
 
 
 async def test_request_stop_before_run_stops_right_after_start(target, store):

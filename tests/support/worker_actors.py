@@ -40,6 +40,11 @@ def runs(path: str | Path, event: str = "run") -> list[str]:
     return [line.split()[1] for line in lines if line.split()[0] == event]
 
 
+async def started(path: str | Path, key: str) -> bool:
+    """Whether the job ``key`` has started (a predicate for ``async_wait_until``)."""
+    return key in runs(path, "start")
+
+
 @registry.actor
 async def noop() -> None:
     return None
