@@ -68,3 +68,15 @@ def test_all_null_texts_are_a_null_array_that_unnest_reads_as_nulls(
 def test_empty_arrays(conn: psycopg.Connection) -> None:
     assert read_back(conn, pgarray.uuids([]), "uuid") == []
     assert read_back(conn, pgarray.ints([]), "int") == []
+
+
+def test_names_survive_quoting_and_none_is_an_empty_array_not_null(
+    conn: psycopg.Connection,
+) -> None:
+    names = [t for t in AWKWARD_TEXTS if t is not None]
+    assert read_back(conn, pgarray.names(names), "text") == names
+    # a claim leaves out no actor with `actor <> ALL(%(exclude_actors)s::text[])`: an
+    # empty array keeps every row, where a NULL one would keep none
+    assert pgarray.names([]) == "{}"
+    row = conn.execute("SELECT 'burn' <> ALL(%s::text[])", [pgarray.names([])]).fetchone()
+    assert row == (True,)

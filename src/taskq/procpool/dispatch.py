@@ -220,7 +220,9 @@ class Dispatcher:
         job.pool_generation, job.slot_generation = self._slots.generation, slot.generation
         job.memory_limit_mib, job.oom_counter = slot.memory_limit_mib, slot.oom_counter
         job.oom_before = slot.oom_counter.read() if slot.oom_counter is not None else None
-        fields = job_fields()  # the job's log context: the child's records carry it too
+        # the job's log context, which the child's records carry too: a job with a
+        # ``current_job()`` context needs none, the child stamps its records from that
+        fields = job_fields() if job.context_json is None else None
         message = Run(
             next(self._seq),
             job.actor,

@@ -1,11 +1,15 @@
 """Postgres array literals (``{a,b,...}``) for the batched hot-path statements.
 
 ``complete`` and ``give_back`` send a worker's outcomes as parallel arrays, one element
-per job. psycopg turns a Python list into an array in Python, element by element: for a
-64-job batch of outcomes that took ~0.8 ms of the worker's CPU (a UUID list alone
-~0.3 ms, ~5 us an element), a fifth of what the worker spent on each job. Built here as
-one ``str.join`` of text the server parses with the array's own input function (the
-statement casts: ``%(ids)s::uuid[]``), the same batch costs ~0.08 ms.
+per job; a claim sends its queues and the actors it leaves out. psycopg turns a Python
+list into an array in Python, element by element: for a 64-job batch of outcomes that
+took ~0.8 ms of the worker's CPU (a UUID list alone ~0.3 ms, ~5 us an element), a fifth
+of what the worker spent on each job. Built here as one ``str.join`` of text the server
+parses with the array's own input function (the statement casts: ``%(ids)s::uuid[]``),
+the same batch costs ~0.08 ms.
+
+A claim's two name lists went through psycopg's list dumper at every claim (~4% of
+the worker's CPU in a drain of 2 ms CPU-bound jobs, one claim per ~6 jobs).
 
 Only what these statements send is covered: UUIDs, integers, floats, booleans, and
 texts (quoted and escaped as the array syntax requires; ``None`` is NULL). A text
@@ -47,6 +51,11 @@ def texts(values: Iterable[str | None]) -> str | None:
     if items.count(None) == len(items):
         return None
     return "{" + ",".join([_quoted(v) for v in items]) + "}"
+
+
+def names(values: Iterable[str]) -> str:
+    """A text array of names (queues, actors), ``{}`` when there are none."""
+    return "{" + ",".join([_quoted(v) for v in values]) + "}"
 
 
 def _quoted(value: str | None) -> str:

@@ -47,7 +47,7 @@ class Claimer:
         self._codec = codec
         self._conn: psycopg.AsyncConnection | None = None
         self._lock = asyncio.Lock()
-        self._limits_seen: dict[tuple[str, ...], tuple[float, bool]] = {}
+        self._limits_seen: dict[str, tuple[float, bool]] = {}  # by the queues' array literal
 
     @property
     def _limits_key(self) -> str:
@@ -55,10 +55,10 @@ class Claimer:
 
     async def claim(self, params: dict[str, Any]) -> Claim:
         """``Store.claim`` with its parameters (``queues``, ``limit`` ... as the claim
-        statements take them)."""
+        statements take them: the name lists as array literals, ``pgarray.names``)."""
         limit = params["limit"]
         waits: dict[tuple[str, str], int] = {}
-        known = self._limits_known(tuple(params["queues"]))
+        known = self._limits_known(params["queues"])
         if known is None:  # not looked at lately: ask in the same round trip as the claim
             rows, found = await self._claim_checking_limits(params)
             if found and len(rows) < limit:
@@ -125,7 +125,7 @@ class Claimer:
             with contextlib.suppress(psycopg.Error):
                 await conn.close()
 
-    def _limits_known(self, queues: tuple[str, ...]) -> bool | None:
+    def _limits_known(self, queues: str) -> bool | None:
         """Whether a limit covers these queues or any actor, as seen at most LIMITS_TTL
         ago; None when not seen since. The plain claim statement itself skips limited
         queues and actors, so a stale "no" only delays a newly limited queue's jobs; it
@@ -140,10 +140,10 @@ class Claimer:
         worker waking after a quiet second claims in one round trip, not two. The plain
         claim skips limited queues and actors by itself, so it is right either way; the
         caller claims the limited ones next when some exist."""
-        queues = tuple(params["queues"])
+        queues = params["queues"]
         async with self.connection() as conn, conn.pipeline():
             check = conn.cursor(row_factory=dict_row)
-            await check.execute(self._db.q["limits_exist"], {"queues": list(queues)})
+            await check.execute(self._db.q["limits_exist"], {"queues": queues})
             claim = conn.cursor(row_factory=dict_row)
             await claim.execute(self._db.q["claim"], params)
             found_row = await check.fetchone()

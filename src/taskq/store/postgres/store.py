@@ -419,10 +419,10 @@ class PostgresStore(PostgresWorkflows, Upkeep):
             return Claim([])
         params = {
             "worker_id": worker_id,
-            "queues": list(queues),
+            "queues": pgarray.names(queues),
             "limit": limit,
             "lease": float(lease_seconds),
-            "exclude_actors": list(exclude_actors),
+            "exclude_actors": pgarray.names(exclude_actors),
         }
         return await self._claimer.claim(params)
 
