@@ -105,16 +105,33 @@ async def test_the_pool_processes_run_cpu_nice_steps_below_the_worker(target, st
 
 
 async def test_without_max_concurrency_a_cpu_worker_gets_consumers_for_its_pool(target, store):
-    """Four processes, no --max-concurrency: 2 x 4 + 2 + 4 consumers (two jobs a process,
-    two more, a claim of four), and its jobs run."""
+    """Four processes, no --max-concurrency: 2 x 4 + 12 consumers (two jobs a process, and
+    room for a paced claim of up to twelve), and its jobs run."""
     async with AsyncClient(store=store) as client:
         jobs = await client.enqueue_many(actors.add, [((i, 1), {}) for i in range(12)])
         async with running_worker(
             target, actors=ACTORS, cpu_workers=4, max_concurrency=None
         ) as worker:
             done = await wait_for_states(store, jobs, {"succeeded"}, timeout=60)
-            assert worker.concurrency == 14
+            assert worker.concurrency == 20
     assert sorted(job.result for job in done) == list(range(1, 13))
+    assert_no_process_left()
+
+
+async def test_a_cpu_worker_paces_its_claims_only_at_its_default_consumers(target, store):
+    """No --max-concurrency: claims sized by the pool's pace, from max(6, N + 2) to the
+    consumers free above the refill mark; an explicit --max-concurrency: every free
+    consumer, no pace."""
+    async with AsyncClient(store=store) as client:
+        for max_concurrency, bounds in ((None, (6, 12)), (16, None)):
+            job = await client.enqueue(actors.add, 1, 1)
+            async with running_worker(
+                target, actors=ACTORS, cpu_workers=2, max_concurrency=max_concurrency
+            ) as worker:
+                await wait_for_states(store, [job], {"succeeded"}, timeout=60)
+                assert worker.buffer is not None and worker.buffer.refill_at == 4
+                pace = worker.buffer.pace
+                assert (pace and (pace.low, pace.high)) == bounds, max_concurrency
     assert_no_process_left()
 
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import asyncio
 
-from taskq.worker.buffer import FAST_JOB, CpuShare, JobBuffer, cpu_refill
+from taskq.worker.buffer import (
+    CLAIM_AHEAD,
+    FAST_JOB,
+    ClaimPace,
+    CpuShare,
+    JobBuffer,
+    cpu_refill,
+)
 from tests.support.helpers import claimed_job as job
 
 
@@ -108,3 +115,61 @@ def test_cpu_refill_only_where_batches_would_be_of_more_than_one():
     assert cpu_refill(processes=5, limit=10) is None  # 10 would leave none free
     assert cpu_refill(processes=4, limit=9) is None  # batches of one
     assert cpu_refill(processes=4, limit=10) == 8  # of two
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_paced_claim_takes_what_the_pool_finished_in_claim_ahead_within_its_bounds():
+    """Until a pace is known the batch is ``low``; then the jobs finished per second since
+    the last claim, times CLAIM_AHEAD, never below ``low`` nor above ``high``."""
+    clock = _Clock()
+    pace = ClaimPace(6, 12, clock)
+    assert pace.claiming(0) == 6  # first claim: no pace yet
+    clock.now += 0.010
+    assert pace.claiming(9) == 12  # 900 jobs/s: 18 in CLAIM_AHEAD, capped at 12
+    clock.now += 0.020
+    assert pace.claiming(9 + 10) == round(10 / 0.020 * CLAIM_AHEAD) == 10  # 500 jobs/s
+    clock.now += 1.0
+    assert pace.claiming(19 + 6) == 6  # 6 jobs/s (long jobs): the floor
+    clock.now += 5.0
+    assert pace.claiming(25) == 6  # none finished (a wait for jobs): unchanged
+
+
+def test_a_pace_for_a_pool_claims_at_least_its_classic_batch():
+    assert (ClaimPace.for_pool(2, 16, 4).low, ClaimPace.for_pool(2, 16, 4).high) == (6, 12)
+    assert ClaimPace.for_pool(32, 98, 64).low == ClaimPace.for_pool(32, 98, 64).high == 34
+    assert ClaimPace.for_pool(2, 8, 4).low == 4  # never more than the consumers free
+
+
+def test_a_paced_worker_claims_more_for_short_jobs_and_the_classic_batch_for_long_ones():
+    """Two processes, sixteen consumers, refill at four: the first claim takes six (as a
+    worker of ten consumers did); at 600 short jobs a second, twelve; at 50 long jobs a
+    second, six again, so it does not hold long jobs an idle worker could run."""
+    clock = _Clock()
+    buffer = JobBuffer(16, refill_at=4, pace=ClaimPace(6, 12, clock))
+    assert buffer.claim_size() == 4 + 6
+    buffer.put_many([job(actor="burn") for _ in range(10)])
+    for _ in range(6):
+        buffer.done(0.002)
+    assert buffer.may_claim and buffer.in_flight == 4
+    clock.now += 6 / 600
+    assert buffer.claim_size() == 12
+    buffer.put_many([job(actor="burn") for _ in range(12)])
+    assert buffer.in_flight == 16 and not buffer.may_claim
+    for _ in range(12):
+        buffer.done(0.1)
+    clock.now += 12 / 50
+    assert buffer.claim_size() == 6
+    assert buffer.limit == 10
+
+
+def test_without_a_pace_a_refill_worker_claims_every_free_consumer():
+    """An explicit --max-concurrency: no pace, the claim fills the consumers as before."""
+    buffer = JobBuffer(16, refill_at=4)
+    assert buffer.claim_size() == 16

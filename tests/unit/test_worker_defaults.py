@@ -8,6 +8,7 @@ import uuid
 import taskq
 from taskq.worker.buffer import (
     CPU_BATCH,
+    CPU_BATCH_PACED,
     CPU_SHARE,
     CpuShare,
     cpu_refill,
@@ -58,13 +59,14 @@ def test_a_sync_or_cpu_bound_actor_keeps_the_small_default() -> None:
 
 def test_with_cpu_bound_actors_it_grows_with_the_pool() -> None:
     """Consumers enough to feed the pool: a worker of cpu actors only holds two jobs a
-    process (running, piped) when it claims, and claims at least CPU_BATCH (N + 2 on a
-    larger pool); beside other actors the cpu share (3 x N) is at most half the
-    consumers. Small pools keep the plain default."""
+    process (running, piped) when it claims, and has room for claims of up to
+    CPU_BATCH_PACED (N + 2 on a larger pool) above that, at least CPU_BATCH; beside other
+    actors the cpu share (3 x N) is at most half the consumers. Small mixed pools keep the
+    plain default."""
     cpu_only, mixed = _registry("cpu", "cpu"), _registry("async", "cpu")
-    assert default_concurrency(cpu_only, 1) == DEFAULT_CONCURRENCY
-    assert default_concurrency(cpu_only, 2) == DEFAULT_CONCURRENCY  # 2 x 2 + 6
-    assert default_concurrency(cpu_only, 8) == 2 * 8 + (8 + 2)
+    assert default_concurrency(cpu_only, 1) == 2 * 1 + CPU_BATCH_PACED
+    assert default_concurrency(cpu_only, 2) == 2 * 2 + CPU_BATCH_PACED  # 16
+    assert default_concurrency(cpu_only, 8) == 2 * 8 + CPU_BATCH_PACED  # 12 > 8 + 2
     assert default_concurrency(cpu_only, 32) == 2 * 32 + (32 + 2)
     assert default_concurrency(mixed, 1) == DEFAULT_CONCURRENCY
     assert default_concurrency(mixed, 2) == 12

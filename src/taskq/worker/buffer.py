@@ -36,14 +36,24 @@ next job in its pipe (a claim takes ~1 ms, a process's job in the pipe lasts as 
 the job). The mark was 2 x N + 2 until 2026-12-05: the two more made each claim two jobs
 smaller for the same consumers (4 instead of 6 with 2 processes), and 2 ms jobs drained
 ~6% slower. Its default consumers (``config.default_concurrency``) leave room for claims
-of ``CPU_BATCH`` or N + 2 jobs above that mark, and a mixed worker's default gives the
-cpu share its 3 x N: so a pool of many processes (8, 32) is fed without
+of up to ``CPU_BATCH_PACED`` or N + 2 jobs above that mark, and a mixed worker's default
+gives the cpu share its 3 x N: so a pool of many processes (8, 32) is fed without
 ``--max-concurrency``.
+
+At its default consumers, a worker of cpu actors only sizes each claim by its pool's pace
+(``ClaimPace``): the jobs the pool finished in ``CLAIM_AHEAD`` since the last claim, at
+least ``CPU_BATCH`` (or N + 2) and at most the consumers free above the refill mark. A
+claim costs the worker and Postgres ~1 ms of CPU whatever its size: for jobs of ~2 ms,
+claims of 12 instead of 6 took the transactions a job 0.28 -> 0.21 and ~3% more jobs a
+second; for jobs of 10 ms and more the claim stays at 6, so a worker does not hold more
+long jobs that an idle worker could have run. An explicit ``--max-concurrency`` claims
+every free consumer, as before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 from ..jobs import ClaimedJob
@@ -54,6 +64,8 @@ CPU_SHARE = 3  # x pool processes: cpu jobs claimed at most (running, piped, wai
 CPU_LOW = 1  # x pool processes: claim cpu jobs again at this many (one running each)
 CPU_REFILL = 2  # x pool processes: a worker of cpu actors only claims at this many
 CPU_BATCH = 6  # jobs a claim of a worker of cpu actors only takes at least (its default)
+CPU_BATCH_PACED = 12  # ... and at most, while its pool's pace asks for more (ClaimPace)
+CLAIM_AHEAD = 0.02  # seconds: a paced claim takes what the pool finished in this long
 
 
 def cpu_refill(processes: int, limit: int) -> int | None:
@@ -61,6 +73,38 @@ def cpu_refill(processes: int, limit: int) -> int | None:
     ``limit`` consumers: None where batches would be of one job anyway."""
     mark = CPU_REFILL * processes
     return mark if mark < limit - 1 else None
+
+
+class ClaimPace:
+    """How many jobs a claim of a worker of cpu actors only takes above its refill mark:
+    ``low`` until the pool's pace is known, then the jobs it finished in ``CLAIM_AHEAD``
+    since the last claim, between ``low`` and ``high``."""
+
+    def __init__(self, low: int, high: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.low = low
+        self.high = max(low, high)
+        self.batch = low
+        self._clock = clock
+        self._last: tuple[float, int] | None = None  # (when, jobs finished) at the last claim
+
+    @classmethod
+    def for_pool(cls, processes: int, consumers: int, refill_at: int) -> ClaimPace:
+        room = consumers - refill_at
+        return cls(min(room, max(CPU_BATCH, processes + 2)), room)
+
+    def claiming(self, finished: int) -> int:
+        """A claim is being sent, ``finished`` jobs having left the worker so far: the
+        batch for it, from the pace since the last one (a wait for jobs between them
+        slows the pace: the batch falls back towards ``low``)."""
+        now = self._clock()
+        if self._last is not None:
+            since, before = self._last
+            elapsed, done = now - since, finished - before
+            if elapsed > 0 and done > 0:
+                ahead = round(done / elapsed * CLAIM_AHEAD)
+                self.batch = max(self.low, min(self.high, ahead))
+        self._last = (now, finished)
+        return self.batch
 
 
 class CpuShare:
@@ -98,11 +142,15 @@ class JobBuffer:
         prefetch: int | None = 0,
         cpu: CpuShare | None = None,
         refill_at: int | None = None,
+        pace: ClaimPace | None = None,
     ) -> None:
         self.consumers = consumers
         self.cpu = cpu
         #: claim again only once at most this many are in flight (None: when one is free)
         self.refill_at = refill_at
+        #: with ``refill_at``: claims sized by the pool's pace, not every free consumer
+        self.pace = pace if refill_at is not None else None
+        self.finished = 0  # jobs that left the worker (finished or given back)
         self._prefetch = None if prefetch is None else max(prefetch, 0)
         self.average_duration: float | None = None
         self.in_flight = 0
@@ -114,12 +162,24 @@ class JobBuffer:
     @property
     def limit(self) -> int:
         """How many jobs may be claimed and unfinished at once."""
+        consumers = self.consumers
+        pace = self.pace
+        if pace is not None:
+            assert self.refill_at is not None
+            consumers = min(consumers, self.refill_at + pace.batch)
         if self._prefetch is not None:
-            return self.consumers + self._prefetch
+            return consumers + self._prefetch
         average = self.average_duration
         if average is not None and average <= FAST_JOB:
-            return 2 * self.consumers
-        return self.consumers
+            return 2 * consumers
+        return consumers
+
+    def claim_size(self) -> int:
+        """How many jobs the claim about to be sent may take (``free``, after a paced
+        worker's batch is sized by the pace since its last claim)."""
+        if self.pace is not None:
+            self.pace.claiming(self.finished)
+        return self.free
 
     @property
     def free(self) -> int:
@@ -156,6 +216,7 @@ class JobBuffer:
                 duration if average is None else average + _SMOOTHING * (duration - average)
             )
         self.in_flight -= 1
+        self.finished += 1
         if self.may_claim:
             self._room.set()
         cpu = self.cpu

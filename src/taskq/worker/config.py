@@ -28,7 +28,7 @@ from ..kinds import (
 )
 from ..options import flag, option, required
 from ..procpool.limits import MAX_PAYLOAD_BYTES, MAX_TASKS_PER_CHILD, pool_size
-from .buffer import CPU_BATCH, CPU_REFILL, CPU_SHARE
+from .buffer import CPU_BATCH_PACED, CPU_REFILL, CPU_SHARE
 
 if TYPE_CHECKING:
     from ..registry import AnyActor
@@ -46,7 +46,7 @@ def default_concurrency(actors: Iterable[AnyActor], processes: int | None = None
     CPU pool has ``processes`` (default ``os.cpu_count()``). With
     ``cpu_bound`` actors it grows with the pool, so a pool of many processes is fed
     (``buffer.py``): ``cpu_bound`` actors only, ``CPU_REFILL`` x N (running, piped) plus
-    a claim of at least ``CPU_BATCH`` (N + 2 on a larger pool); beside other actors,
+    a claim of up to ``CPU_BATCH_PACED`` (N + 2 on a larger pool); beside other actors,
     twice the cpu share (``CPU_SHARE`` x N), as the share is at most half the consumers.
     Never below ``DEFAULT_CONCURRENCY``."""
     actors = list(actors)
@@ -57,7 +57,7 @@ def default_concurrency(actors: Iterable[AnyActor], processes: int | None = None
         return DEFAULT_CONCURRENCY
     n = pool_size(processes)
     if cpu == len(actors):
-        return max(DEFAULT_CONCURRENCY, CPU_REFILL * n + max(CPU_BATCH, n + 2))
+        return max(DEFAULT_CONCURRENCY, CPU_REFILL * n + max(CPU_BATCH_PACED, n + 2))
     return max(DEFAULT_CONCURRENCY, 2 * CPU_SHARE * n)
 
 

@@ -1,6 +1,6 @@
 """The fetcher: claim batches sized to free capacity, wake on NOTIFY, poll as fallback.
 
-Loop: wait until a consumer is free; claim up to ``buffer.free`` due jobs in one call;
+Loop: wait until a consumer is free; claim up to ``buffer.claim_size()`` due jobs in one call;
 hand them to the consumers. A full batch means there may be more: claim again as soon
 as there is room. A short batch means the queue is drained: wait for
 ``wait_for_jobs`` (LISTEN/NOTIFY on Postgres; in a workgroup with ``TASKQ_PG_DSN_DIRECT``,
@@ -128,7 +128,7 @@ class Fetcher(Stoppable):
                 continue
             if not woken:
                 await asyncio.sleep(0)  # let consumers that are finishing right now free slots
-            limit = min(buffer.free, MAX_BATCH)
+            limit = min(buffer.claim_size(), MAX_BATCH)
             excluded = self._excluded_actors()
             if cpu is not None:
                 self._nudged.clear()  # this claim sees the share as it is now

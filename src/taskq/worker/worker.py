@@ -59,7 +59,7 @@ from ..store import Store, create_store
 from ..store.drift import routing_refusal
 from ..wakeups import Wakeups
 from .acker import Acker
-from .buffer import CpuShare, JobBuffer, cpu_refill
+from .buffer import ClaimPace, CpuShare, JobBuffer, cpu_refill
 from .cancels import Cancels, CancelWatcher
 from .config import (
     CLAIM_CONNECTIONS,
@@ -153,6 +153,7 @@ class Worker:
         self.acker: Acker | None = None
         self.heartbeat: Heartbeat | None = None
         self.fetcher: Fetcher | None = None
+        self.buffer: JobBuffer | None = None  # the claimed jobs and how many more may come
         self.queues: list[str] = []
         self.consumed: list[AnyActor] = []  # the registry's actors on those queues (in run())
         self.concurrency = config.max_concurrency or 0  # resolved against the registry in run()
@@ -319,13 +320,15 @@ class Worker:
             in_thread=chain.in_thread if chain.has_thread_hooks else None,
             upstream=store.upstream_results,
         )
-        share, refill_at = None, None
+        share, refill_at, pace = None, None, None
         processes = config.cpu_processes
         if cpu_actors and len(cpu_actors) < len(consumed):  # cpu and other actors: a share
             share = CpuShare(cpu_actors, processes, self.concurrency)
-        elif cpu_actors:  # cpu actors only: claims in batches
+        elif cpu_actors:  # cpu actors only: claims in batches (at the default, paced)
             refill_at = cpu_refill(processes, self.concurrency)
-        buffer = JobBuffer(self.concurrency, config.prefetch, share, refill_at)
+            if refill_at is not None and config.max_concurrency is None:
+                pace = ClaimPace.for_pool(processes, self.concurrency, refill_at)
+        buffer = self.buffer = JobBuffer(self.concurrency, config.prefetch, share, refill_at, pace)
         acker = self.acker = Acker(store, self.id, in_flight=lambda: buffer.in_flight)
         heartbeat = self.heartbeat = Heartbeat(
             hb_store,
