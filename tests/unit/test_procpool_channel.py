@@ -1,7 +1,7 @@
 """The pool's channel: the parent's end of a pool process's pipe, read on the event loop.
 
 A real ``multiprocessing`` Pipe; this test writes the child's side itself (as
-``child.py`` does: ``conn.send(to_wire(message))``, or raw bytes) to reach the cases a
+``child.py`` does: ``protocol.send(conn, message)``, or raw bytes) to reach the cases a
 well-behaved child never produces: a reply cut into pieces, bytes that are no message,
 the pipe closing mid-job.
 """
@@ -26,6 +26,7 @@ from taskq.procpool.protocol import (
     Returned,
     Started,
     TimedOut,
+    send,
     to_wire,
 )
 
@@ -53,7 +54,7 @@ async def test_a_reply_written_a_byte_at_a_time_is_read_whole(pipe):
     ours, theirs = pipe
     channel = Channel(ours, asyncio.get_running_loop())
     future = channel.exchange(7, None)
-    theirs.send(to_wire(Started(7, 512)))
+    send(theirs, Started(7, 512))
     for byte in frame(Returned(7, '"done"')):
         os.write(theirs.fileno(), bytes([byte]))
         await asyncio.sleep(0)  # the loop reads each byte on its own
@@ -72,7 +73,7 @@ async def test_a_started_sent_before_its_exchange_begins_is_kept_for_it(pipe):
     )
     assert (await verdict(first)).verdict == Returned(1, "1")
     second = channel.exchange(2, None)
-    theirs.send(to_wire(Returned(2, "2")))
+    send(theirs, Returned(2, "2"))
     assert await verdict(second) == Exchanged(Returned(2, "2"), Started(2, -1))
     channel.end()
 
@@ -81,7 +82,7 @@ async def test_a_reply_to_another_job_is_garbled(pipe):
     ours, theirs = pipe
     channel = Channel(ours, asyncio.get_running_loop())
     future = channel.exchange(3, None)
-    theirs.send(to_wire(Returned(4, "x")))
+    send(theirs, Returned(4, "x"))
     got = await verdict(future)
     assert isinstance(got.verdict, Garbled)
     assert "unexpected reply to job 3" in got.verdict.detail
@@ -118,7 +119,7 @@ async def test_the_pipe_closing_before_the_reply_is_a_death_after_started(pipe):
     ours, theirs = pipe
     channel = Channel(ours, asyncio.get_running_loop())
     future = channel.exchange(5, None)
-    theirs.send(to_wire(Started(5, -1)))
+    send(theirs, Started(5, -1))
     theirs.close()
     assert await verdict(future) == Exchanged(Died(), Started(5, -1))
 
@@ -126,8 +127,8 @@ async def test_the_pipe_closing_before_the_reply_is_a_death_after_started(pipe):
 async def test_what_was_written_before_the_end_is_still_the_verdict(pipe):
     ours, theirs = pipe
     channel = Channel(ours, asyncio.get_running_loop())
-    theirs.send(to_wire(Started(8, -1)))
-    theirs.send(to_wire(Returned(8, "8")))
+    send(theirs, Started(8, -1))
+    send(theirs, Returned(8, "8"))
     channel.end()  # before the loop read anything: the process exited, what it wrote is read
     assert await verdict(channel.exchange(8, None)) == Exchanged(Returned(8, "8"), Started(8, -1))
     assert (await verdict(channel.exchange(9, None))).verdict == Died()

@@ -46,8 +46,8 @@ from .protocol import (
     Run,
     Started,
     Undecodable,
-    encode,
     from_wire,
+    send,
 )
 
 INIT_FAILED_EXIT_CODE = exit_codes.POOL_INIT_FAILED
@@ -133,7 +133,7 @@ def _run_one(registry: Registry, job: Run) -> JobReply:
 
 
 def _serve(conn: Connection, registry: Registry, job: Run) -> None:
-    conn.send_bytes(encode(Started(job.seq, memory_limit_mib())))
+    send(conn, Started(job.seq, memory_limit_mib()))
     # the job's fields stamp the actor's log records, which this process writes to the
     # worker's stderr in the worker's format
     if job.context_json is not None:  # taskq.current_job() too; meta changes go back
@@ -146,14 +146,13 @@ def _serve(conn: Connection, registry: Registry, job: Run) -> None:
         with job_context(dict(job.log_fields)) if job.log_fields else contextlib.nullcontext():
             reply = _run_one(registry, job)
     try:
-        conn.send_bytes(encode(reply))
+        send(conn, reply)
     except MemoryError as exc:
-        conn.send_bytes(
-            encode(
-                ResultNotSent(
-                    job.seq, f"the result of {job.actor!r} could not be sent: MemoryError: {exc}"
-                )
-            )
+        send(
+            conn,
+            ResultNotSent(
+                job.seq, f"the result of {job.actor!r} could not be sent: MemoryError: {exc}"
+            ),
         )
 
 
@@ -181,10 +180,10 @@ def main(
         registry = load_registry(registry_ref)
         _run_initializers(registry)
     except Exception:
-        conn.send_bytes(encode(InitFailed(traceback.format_exc())))
+        send(conn, InitFailed(traceback.format_exc()))
         conn.close()
         os._exit(INIT_FAILED_EXIT_CODE)
-    conn.send_bytes(encode(Ready(os.getpid(), memory_limit_mib())))
+    send(conn, Ready(os.getpid(), memory_limit_mib()))
     while True:
         try:
             message = from_wire(conn.recv())

@@ -28,8 +28,8 @@ from .protocol import (
     Run,
     StartReply,
     TimedOut,
-    encode,
     from_wire,
+    send,
 )
 
 _reap_lock = threading.Lock()  # shared by every pool in the process (see module docstring)
@@ -85,7 +85,7 @@ def post(conn: Connection, message: Run) -> bool:
     the pipe's buffer holds it without blocking), perhaps to wait in the pipe of a busy
     process behind the job it runs; a large one from a thread. False if the pipe is gone."""
     try:
-        conn.send_bytes(encode(message))
+        send(conn, message)
     except (OSError, ValueError):
         return False
     return True
